@@ -1,0 +1,124 @@
+"""The one error tree of dsh.
+
+Every error dsh raises on purpose derives from :class:`HarnessError` and carries a
+stable machine-readable ``code`` beside its human message::
+
+    Exception
+     └── HarnessError(message, code, cause)        code e.g. "UNKNOWN", "ABORTED"
+          ├── LlmError(message, code, status)      NO_ADAPTER, DUPLICATE_ADAPTER, UNSUPPORTED, AUTH,
+          │                                        RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<n>,
+          │                                        EMPTY_RESPONSE, STREAM_CLOSED, MALFORMED_RESPONSE
+          ├── ToolArgsError(violations)            INVALID_ARGS
+          ├── ToolNotFoundError(tool_name)         UNKNOWN_TOOL
+          └── InvariantError(detail)               INVARIANT
+
+Lower-layer exceptions (httpx, sqlite3, OSError, pydantic) are translated at the seam
+that meets them, keeping the original as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+
+class HarnessError(Exception):
+    """Base of every deliberate dsh error.
+
+    ``code`` is stable and distinct from the message; ``cause`` (also set as
+    ``__cause__``) is the error this one wraps, if any. ``name`` is the concrete
+    class name, so code can switch on it without importing every subclass.
+    """
+
+    def __init__(self, message: str, code: str = "UNKNOWN", cause: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.cause = cause
+        if isinstance(cause, BaseException):
+            self.__cause__ = cause
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def is_harness_error(value: object) -> bool:
+    """True when ``value`` is a :class:`HarnessError` (of any subclass)."""
+    return isinstance(value, HarnessError)
+
+
+class LlmError(HarnessError):
+    """A model-provider failure; ``status`` is the HTTP status when one applies."""
+
+    def __init__(self, message: str, code: str, status: int | None = None, cause: object = None) -> None:
+        super().__init__(message, code, cause)
+        self.status = status
+
+
+class ToolArgsError(HarnessError):
+    """A tool call whose arguments violate the tool's schema (code ``INVALID_ARGS``)."""
+
+    def __init__(self, violations: Sequence[str]) -> None:
+        self.violations = list(violations)
+        super().__init__(f"invalid arguments: {'; '.join(self.violations)}", "INVALID_ARGS")
+
+
+class ToolNotFoundError(HarnessError):
+    """A call to a tool nobody registered (code ``UNKNOWN_TOOL``)."""
+
+    def __init__(self, tool_name: str) -> None:
+        self.tool_name = tool_name
+        super().__init__(f'unknown tool "{tool_name}"', "UNKNOWN_TOOL")
+
+
+class InvariantError(HarnessError):
+    """A broken event contract detected by the invariants plugin (code ``INVARIANT``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invariant violated: {detail}", "INVARIANT")
+
+
+def _describe(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return "undefined" if value is None else str(value)
+
+
+def assert_never(value: object, context: str | None = None) -> NoReturn:
+    """Raise because ``value`` escaped a closed union at run time.
+
+    The message names the context and shows the value as JSON when it can:
+    ``unreachable variant in BlockAssembler.push: {"type":"rogue"}``.
+    """
+    where = f" in {context}" if context else ""
+    shown = "undefined" if value is None else _describe(value)
+    raise HarnessError(f"unreachable variant{where}: {shown}", "UNREACHABLE")
+
+
+def to_error(value: object) -> BaseException:
+    """Normalize anything thrown or rejected into an exception.
+
+    Exceptions pass through unchanged (their ``code`` is kept); anything else
+    becomes ``HarnessError(str(value), "UNKNOWN", cause=value)``.
+    """
+    if isinstance(value, BaseException):
+        return value
+    return HarnessError(str(value), "UNKNOWN", cause=value)
+
+
+def error_message(error: BaseException) -> str:
+    """The message of ``error`` as dsh reports it (``str(error)``, or the class name if empty)."""
+    text = str(error)
+    return text if text else type(error).__name__
+
+
+def error_code(error: BaseException) -> str | None:
+    """The string ``code`` attribute of ``error``, or None when it has none."""
+    code: Any = getattr(error, "code", None)
+    return code if isinstance(code, str) else None

@@ -1,0 +1,3 @@
+"""Optional behavior shipped with dsh, each a plugin on documented extension points."""
+
+__all__: list[str] = []
