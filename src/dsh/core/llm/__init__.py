@@ -1,0 +1,102 @@
+"""The provider-neutral model vocabulary and the ``llm`` service (SPEC §2).
+
+* :mod:`.types`: content blocks, messages, stream chunks, usage, finish reasons,
+  ``GenerateOptions`` / ``GenerateResult``;
+* :class:`BlockAssembler`: the one algorithm that folds chunks into blocks;
+* :class:`LlmService` under :data:`LLM`, and the :class:`LlmAdapter` seam;
+* the ``llm/*`` event catalog: :data:`LLM_STREAM`, :data:`LLM_GENERATE`,
+  :data:`LLM_ADAPTER_CHANGE`;
+* ``parse_*``: validation of untrusted JSON into the vocabulary.
+"""
+
+from dsh.core.llm.assembler import BlockAssembler
+from dsh.core.llm.events import LLM_ADAPTER_CHANGE, LLM_GENERATE, LLM_STREAM
+from dsh.core.llm.service import LLM, LlmAdapter, LlmService
+from dsh.core.llm.types import (
+    AbortedFinish,
+    AgentSource,
+    BlockEndChunk,
+    BlockStartChunk,
+    CallId,
+    ContentBlock,
+    ErrorFinish,
+    FinishChunk,
+    FinishReason,
+    GenerateOptions,
+    GenerateResult,
+    ImageBlock,
+    MaxTokensFinish,
+    Message,
+    MessageSource,
+    PluginSource,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    Role,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    ToolResultBlock,
+    ToolSchema,
+    UsageChunk,
+    UserSource,
+    text,
+)
+from dsh.core.llm.validate import (
+    parse_content_block,
+    parse_finish_reason,
+    parse_message,
+    parse_stream_chunk,
+    parse_token_usage,
+)
+
+__all__ = [
+    "LLM",
+    "LLM_ADAPTER_CHANGE",
+    "LLM_GENERATE",
+    "LLM_STREAM",
+    "AbortedFinish",
+    "AgentSource",
+    "BlockAssembler",
+    "BlockEndChunk",
+    "BlockStartChunk",
+    "CallId",
+    "ContentBlock",
+    "ErrorFinish",
+    "FinishChunk",
+    "FinishReason",
+    "GenerateOptions",
+    "GenerateResult",
+    "ImageBlock",
+    "LlmAdapter",
+    "LlmService",
+    "MaxTokensFinish",
+    "Message",
+    "MessageSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "ReasoningDeltaChunk",
+    "Role",
+    "StopFinish",
+    "StreamChunk",
+    "TextBlock",
+    "TextDeltaChunk",
+    "TokenUsage",
+    "ToolCallBlock",
+    "ToolCallDeltaChunk",
+    "ToolCallsFinish",
+    "ToolResultBlock",
+    "ToolSchema",
+    "UsageChunk",
+    "UserSource",
+    "parse_content_block",
+    "parse_finish_reason",
+    "parse_message",
+    "parse_stream_chunk",
+    "parse_token_usage",
+    "text",
+]
