@@ -1,0 +1,92 @@
+"""``define_tool``: a typed tool from a :data:`SchemaSpec` (SPEC §6.3).
+
+The spec becomes the model-facing JSON Schema, and the same spec validates every
+call before the body runs, so the body may trust the argument types it declares.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from dsh.core.errors import ToolArgsError
+from dsh.core.llm.types import ContentBlock
+from dsh.core.tools.presentation import ToolCallPresentation, ToolResultPresentation
+from dsh.core.tools.schema import (
+    SCHEMA_TYPES,
+    SchemaProp,
+    SchemaSpec,
+    schema_spec_to_json_schema,
+    validate_args,
+)
+from dsh.core.tools.types import PresentCall, PresentResult, ToolDefinition, ToolExecution, ToolResult
+
+A = TypeVar("A")
+
+
+def _check_prop(prop: SchemaProp, path: str) -> None:
+    kind = prop.get("type")
+    if kind not in SCHEMA_TYPES:
+        raise ValueError(f'property "{path}" has type {kind!r}: use one of {", ".join(SCHEMA_TYPES)}')
+    for key, nested in prop.get("properties", {}).items():
+        _check_prop(nested, f"{path}.{key}")
+    if "items" in prop:
+        _check_prop(prop["items"], f"{path}[]")
+
+
+def define_tool(
+    name: str,
+    description: str,
+    parameters: SchemaSpec,
+    execute: Callable[[A, ToolExecution], Awaitable[list[ContentBlock]]],
+    present_call: Callable[[A], ToolCallPresentation | None] | None = None,
+    present_result: Callable[[A, ToolResult], ToolResultPresentation | None] | None = None,
+    strict: bool | None = None,
+) -> ToolDefinition:
+    """Build a :class:`ToolDefinition` whose calls are validated against ``parameters``.
+
+    ``A`` is the argument type the body declares (typically a ``TypedDict``
+    mirroring the spec); the runtime guarantee behind it is :func:`validate_args`.
+    ``execute`` runs only for valid arguments; otherwise the call raises
+    :class:`ToolArgsError` (which the registry reports as an ``INVALID_ARGS``
+    result). Presenters soft-validate: for invalid arguments they return None
+    instead of running (display code runs on replayed, possibly malformed calls).
+    ``strict`` is announced only when given (``False`` included). The spec is
+    copied, so later edits to ``parameters`` change nothing.
+
+    Raises ``ValueError`` at once if a property type is outside ``SchemaType``.
+    """
+    spec = copy.deepcopy(parameters)
+    for key, prop in spec.items():
+        _check_prop(prop, key)
+
+    async def run(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+        violations = validate_args(spec, args)
+        if violations:
+            raise ToolArgsError(violations)
+        return await execute(args, execution)
+
+    soft_call: PresentCall | None = None
+    if present_call is not None:
+        call_body = present_call
+
+        def soft_call(args: Any) -> ToolCallPresentation | None:
+            return None if validate_args(spec, args) else call_body(args)
+
+    soft_result: PresentResult | None = None
+    if present_result is not None:
+        result_body = present_result
+
+        def soft_result(args: Any, result: ToolResult) -> ToolResultPresentation | None:
+            return None if validate_args(spec, args) else result_body(args, result)
+
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=schema_spec_to_json_schema(spec),
+        execute=run,
+        present_call=soft_call,
+        present_result=soft_result,
+        strict=strict,
+    )

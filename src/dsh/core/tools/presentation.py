@@ -1,0 +1,60 @@
+"""How a tool call looks to a human, independent of any UI (SPEC §6.1).
+
+A tool may describe its calls and results for display (an ACP editor card, a
+terminal line). Presenters are pure and display-only: they run again when a
+session is replayed, so they must not act, and they never reach the model.
+
+``None`` means "absent" throughout: a front end omits a field that is None
+(ACP writes ``rawInput`` only when it is not None), so there is no way, and no
+need, to present an explicit JSON ``null``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from dsh.core.llm.types import ContentBlock
+
+ToolCallKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
+
+
+@dataclass
+class ToolTerminal:
+    """A terminal card: the call side gives ``cwd``; the result side gives ``output``
+    and, when known, exactly one of ``exit_code`` / ``signal``.
+
+    Raises ``ValueError`` if both ``exit_code`` and ``signal`` are given.
+    """
+
+    cwd: str | None = None
+    output: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.exit_code is not None and self.signal is not None:
+            raise ValueError(
+                "a ToolTerminal reports how the process ended by exit_code or by signal, not both: "
+                "leave one of them None"
+            )
+
+
+@dataclass
+class ToolCallPresentation:
+    """How to show a call; ``title`` is required, everything else optional (None = absent)."""
+
+    title: str
+    kind: ToolCallKind | None = None
+    raw_input: Any = None
+    content: list[ContentBlock] | None = None
+    terminal: ToolTerminal | None = None
+
+
+@dataclass
+class ToolResultPresentation:
+    """How to show a result; None fields fall back to the raw result."""
+
+    title: str | None = None
+    content: list[ContentBlock] | None = None
+    terminal: ToolTerminal | None = None
