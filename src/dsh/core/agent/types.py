@@ -1,0 +1,157 @@
+"""The agent vocabulary (SPEC §7.1, §7.3): what every UI, hook and orchestrator codes against.
+
+An :class:`Agent` is a live handle on one conversation: it owns one
+:class:`~dsh.core.session.Session` and turns queued input into turns of model steps.
+This module only names the shape; the concrete loop lives in ``dsh.agent_loop`` and
+is reached through the :class:`AgentFactory` seam of the agent registry, so anything
+written against these names keeps working if the loop is replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict, runtime_checkable
+
+from dsh.core.llm.types import ContentBlock, MessageSource
+from dsh.core.session import Session
+from dsh.core.session.types import SessionId, SessionMeta
+
+AgentId: TypeAlias = str
+
+AgentStatus: TypeAlias = Literal["idle", "running", "disposed"]
+"""``idle`` → ``running`` → ``idle`` … and finally ``disposed`` (terminal)."""
+
+
+@dataclass
+class AgentOptions:
+    """Per-agent settings; ``None`` means "not set" (a later ``agent/request`` may supply it).
+
+    ``extra`` carries fields added by plugins (the set is merge-extensible); keys
+    are the plugin's own names and values are owned by the agent once passed in.
+    """
+
+    model: str | None = None
+    system_prompt: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class QueuedInfo(TypedDict):
+    """Third payload argument of ``agent/queued``.
+
+    ``source`` is the resolved source (``{"kind": "user"}`` when the caller gave none);
+    ``steering`` is True when the message went to the steering queue of a running turn.
+    """
+
+    source: MessageSource
+    steering: bool
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A live agent. Every method is safe to call from any listener or task on the loop.
+
+    ``send``/``steer``/``inject`` raise once the agent is disposed (message
+    ``agent "<id>" is disposed``); ``abort``/``cancel`` never raise. ``content``
+    is a list of content blocks and is snapshotted when logged: the caller keeps
+    ownership of the list it passed.
+    """
+
+    @property
+    def id(self) -> AgentId:
+        """The registry key; unique among live agents."""
+        ...
+
+    @property
+    def options(self) -> AgentOptions:
+        """The options the agent was created with."""
+        ...
+
+    @property
+    def session(self) -> Session:
+        """The session log this agent appends to (the single source of truth)."""
+        ...
+
+    @property
+    def status(self) -> AgentStatus:
+        """The current status; ``disposed`` is terminal."""
+        ...
+
+    def send(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+        """Queue a user message (``source`` defaults to ``{"kind": "user"}``).
+
+        Starts a turn on a later tick when idle; otherwise joins the next turn.
+        """
+        ...
+
+    def steer(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+        """While running, inject ``content`` between steps of the current turn; else behave as ``send``."""
+        ...
+
+    def inject(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+        """Log a ``context/message`` without running the model.
+
+        Inside the open turn when one is open in the log, else wrapped in a one-shot
+        ``injection`` turn that is closed and checkpointed at once.
+        """
+        ...
+
+    def abort(self, reason: str | None = None) -> None:
+        """Abort only the step in flight (reason defaults to ``"aborted"``); a no-op otherwise."""
+        ...
+
+    def cancel(self, reason: str | None = None) -> None:
+        """Drop queued and steering input, abort the step in flight, and drop a turn about to start.
+
+        Idle with nothing pending, it is a no-op (it must not poison the next prompt).
+        """
+        ...
+
+    async def when_idle(self) -> None:
+        """Return once the agent has left ``running`` with nothing queued.
+
+        Immediate when idle with nothing queued; once disposed, waits for the loop to exit.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class CreateAgentOptions:
+    """What :meth:`AgentRegistry.create` hands to the factory, verbatim.
+
+    ``session_id`` names the new session; ``meta`` may set its ``cwd`` (absolute) and
+    ``parentSession``.
+    """
+
+    agent_id: AgentId
+    session_id: SessionId
+    meta: SessionMeta | None = None
+    agent_options: AgentOptions | None = None
+
+
+@dataclass(frozen=True)
+class ResumeAgentOptions:
+    """What :meth:`AgentRegistry.resume` hands to the factory: continue a persisted session."""
+
+    agent_id: AgentId
+    resume_session_id: SessionId
+    agent_options: AgentOptions | None = None
+
+
+class AgentFactory(Protocol):
+    """The seam a concrete loop fills (one per registry, see ``AgentRegistry.set_factory``).
+
+    Both methods run with the registry's caller as the current caller, so every effect
+    they register (the session, the agent's registration, its loop) is owned by the
+    fiber that asked the registry, and disposing that fiber stops and unregisters the
+    agent. They raise (``create_agent``) or reject (``resume``) on a duplicate agent id
+    or a session that cannot be created or loaded.
+    """
+
+    def create_agent(self, options: CreateAgentOptions) -> Agent:
+        """Create a session and start an agent on it."""
+        ...
+
+    def resume(self, options: ResumeAgentOptions) -> Awaitable[Agent]:
+        """Load a persisted session and start an agent on it."""
+        ...
