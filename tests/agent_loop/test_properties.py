@@ -1,0 +1,261 @@
+"""SPEC §8.15 scheduling properties, and the issue's state-machine property: random interleavings
+of send / steer / inject / abort / cancel / dispose against a scripted model with randomly throwing
+listeners always leave a balanced, loadable log and a live loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh.core.agent import (
+    AGENT_STEP_END,
+    AGENT_STEP_START,
+    AGENT_STREAM_CHUNK,
+    AGENT_TURN_CONTINUATION,
+    AGENT_TURN_END,
+    AGENT_TURN_START,
+)
+from dsh.core.errors import LlmError
+from dsh.core.llm import GenerateOptions, StreamChunk
+from dsh.core.tools import ToolDefinition
+from dsh.testing.harness import Harness
+from dsh.testing.scripted import error_finish, text_response, tool_call_response
+from tests.agent_loop.helpers import Recorder, of_type, text, until
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def check_log(events: list[Any]) -> None:
+    """The invariants every log must satisfy, whatever threw where."""
+    open_turn: int | None = None
+    open_step: int | None = None
+    pending: set[str] = set()
+    turn_starts: list[int] = []
+    turn_ends: list[int] = []
+    for event in events:
+        kind, data = event["type"], event["data"]
+        if kind == "turn/start":
+            assert open_turn is None, f"turn/start {data['turn']} while {open_turn} open"
+            open_turn = data["turn"]
+            turn_starts.append(open_turn)
+        elif kind == "turn/end":
+            assert open_turn == data["turn"], "turn/end without its turn/start"
+            assert open_step is None, "a step outlived its turn"
+            assert not pending, f"tool calls without results: {pending}"
+            turn_ends.append(data["turn"])
+            open_turn = None
+        else:
+            assert open_turn is not None, f"{kind} outside any turn"
+            if kind == "step/start":
+                assert open_step is None
+                open_step = data["step"]
+            elif kind == "step/end":
+                assert not pending, f"tool calls without results: {pending}"
+                open_step = None
+            elif kind == "tool/call":
+                assert open_step is not None
+                pending.add(data["callId"])
+            elif kind == "tool/result":
+                pending.discard(data["callId"])
+    assert open_turn is None, "a turn was left open"
+    assert turn_starts == turn_ends
+    assert turn_starts == sorted(set(turn_starts))
+
+
+# ------------------------------------------------------------ §8.15 scheduling
+@SETTINGS
+@given(st.lists(st.text(min_size=1, max_size=5), min_size=1, max_size=8))
+def test_a_synchronous_burst_loses_no_message_and_uses_strictly_increasing_turns(texts: list[str]) -> None:
+    """a synchronous burst loses no message and uses strictly increasing turns"""
+
+    async def scenario() -> None:
+        async with Harness([text_response("ok")]) as h:
+            agent = h.agent()
+            rec = Recorder(h.ctx, agent)
+            for value in texts:
+                agent.send(text(value))
+            await until(lambda: bool(of_type(agent.session, "turn/end")))
+            await agent.when_idle()
+            logged = [d["content"][0]["text"] for d in of_type(agent.session, "user/message")]
+            assert logged == texts
+            assert len(of_type(agent.session, "turn/start")) == 1
+            assert rec.statuses == ["running", "idle"]
+
+    asyncio.run(scenario())
+
+
+@SETTINGS
+@given(st.integers(min_value=1, max_value=5))
+def test_sequential_sends_each_get_their_own_turn_with_increasing_numbers(count: int) -> None:
+    """sequential sends each get their own turn with increasing numbers"""
+
+    async def scenario() -> None:
+        async with Harness([text_response(f"r{i}") for i in range(count)]) as h:
+            agent = h.agent()
+            for i in range(count):
+                agent.send(text(f"m{i}"))
+                await until(lambda i=i: len(of_type(agent.session, "turn/end")) == i + 1)
+                await agent.when_idle()
+            assert [d["turn"] for d in of_type(agent.session, "turn/start")] == list(range(1, count + 1))
+            check_log(list(agent.session.events))
+
+    asyncio.run(scenario())
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=4), st.booleans()), min_size=1, max_size=8))
+def test_mixed_schedule_send_optionally_settle_loses_no_message_and_orders_turns(
+    plan: list[tuple[str, bool]],
+) -> None:
+    """mixed schedule (send, optionally settle) loses no message and orders turns"""
+
+    async def scenario() -> None:
+        async with Harness([text_response("ok") for _ in plan]) as h:
+            agent = h.agent()
+            for value, settle in plan:
+                agent.send(text(value))
+                if settle:
+                    await until(lambda: not agent.inbox.has_queued())
+                    await agent.when_idle()
+            await until(lambda: not agent.inbox.has_queued() and agent.status == "idle")
+            await agent.when_idle()
+            logged = [d["content"][0]["text"] for d in of_type(agent.session, "user/message")]
+            assert logged == [value for value, _ in plan]
+            check_log(list(agent.session.events))
+
+    asyncio.run(scenario())
+
+
+# ------------------------------------------------------- random interleavings
+class PlannedModel:
+    """An adapter whose n-th call follows ``plan[n % len(plan)]``; in ``final`` mode it answers text."""
+
+    def __init__(self, plan: list[str]) -> None:
+        self.plan = plan or ["text"]
+        self.calls = 0
+        self.final = False
+
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        kind = "text" if self.final else self.plan[self.calls % len(self.plan)]
+        self.calls += 1
+        return self._play(kind, options)
+
+    async def _play(self, kind: str, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        if kind == "hang":
+            yield {"type": "block-start", "index": 0, "blockType": "text"}
+            yield {"type": "text-delta", "index": 0, "text": "partial"}
+            assert options.signal is not None
+            await options.signal.wait()
+            raise LlmError("aborted", "ABORTED")
+        if kind == "raise":
+            raise LlmError("provider down", "SERVER")
+        chunks = {
+            "text": lambda: text_response("fine"),
+            "tool": lambda: tool_call_response(f"c{self.calls}", "work", {"n": self.calls}),
+            "error": lambda: error_finish("bad stream", "X"),
+        }[kind]()
+        for chunk in chunks:
+            await asyncio.sleep(0)
+            yield chunk
+
+
+EVENTS = {
+    "turn-start": AGENT_TURN_START,
+    "turn-end": AGENT_TURN_END,
+    "step-start": AGENT_STEP_START,
+    "step-end": AGENT_STEP_END,
+    "chunk": AGENT_STREAM_CHUNK,
+}
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("send"), st.integers(0, 9)),
+        st.tuples(st.just("steer"), st.integers(0, 9)),
+        st.tuples(st.just("inject"), st.integers(0, 9)),
+        st.tuples(st.just("abort"), st.integers(0, 9)),
+        st.tuples(st.just("cancel"), st.integers(0, 9)),
+        st.tuples(st.just("tick"), st.integers(0, 12)),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=operations,
+    plan=st.lists(st.sampled_from(["text", "tool", "hang", "raise", "error"]), min_size=1, max_size=5),
+    throwing=st.sets(st.sampled_from([*EVENTS, "continuation", "tool"]), max_size=3),
+    dispose_at_end=st.booleans(),
+)
+def test_random_interleavings_keep_every_turn_balanced_and_the_loop_alive(
+    ops: list[tuple[str, int]], plan: list[str], throwing: set[str], dispose_at_end: bool
+) -> None:
+    async def scenario() -> None:
+        async with Harness([]) as h:
+            model = PlannedModel(plan)
+            h.llm.register_adapter(["planned"], model)  # type: ignore[arg-type]
+            armed = [True]
+
+            async def work(args: Any, _exec: Any) -> list[Any]:
+                await asyncio.sleep(0)
+                if "tool" in throwing and armed[0]:
+                    raise RuntimeError("tool boom")
+                return text(f"worked {args}")
+
+            h.tools.register(ToolDefinition(name="work", description="w", parameters={"type": "object"}, execute=work))
+            effects = []
+            for name in throwing:
+                if name in EVENTS:
+
+                    def boom(*_args: Any, name: str = name) -> None:
+                        if armed[0]:
+                            raise RuntimeError(f"{name} boom")
+
+                    effects.append(h.ctx.on(EVENTS[name], boom))
+                elif name == "continuation":
+
+                    def cont(*args: Any) -> Any:
+                        if armed[0]:
+                            raise RuntimeError("continuation boom")
+                        return args[-1]()
+
+                    effects.append(h.ctx.on(AGENT_TURN_CONTINUATION, cont))
+            agent = h.agent(model="planned")
+            for op, n in ops:
+                if op == "send":
+                    agent.send(text(f"send {n}"))
+                elif op == "steer":
+                    agent.steer(text(f"steer {n}"))
+                elif op == "inject":
+                    try:
+                        agent.inject(text(f"inject {n}"))
+                    except RuntimeError:
+                        pass  # a throwing listener on the injection's own events reaches the caller
+                elif op == "abort":
+                    agent.abort(f"abort {n}")
+                elif op == "cancel":
+                    agent.cancel(f"cancel {n}")
+                else:
+                    for _ in range(n):
+                        await asyncio.sleep(0)
+            if dispose_at_end:
+                await agent.stop()
+                check_log(list(agent.session.events))
+                return
+            armed[0] = False
+            for effect in effects:
+                effect()
+            model.final = True
+            agent.cancel("settle")
+            await agent.when_idle()
+            ends = len(of_type(agent.session, "turn/end"))
+            agent.send(text("are you alive?"))
+            await until(lambda: len(of_type(agent.session, "turn/end")) > ends and agent.status == "idle", 20000)
+            assert of_type(agent.session, "turn/end")[-1]["reason"] == {"kind": "completed"}
+            check_log(list(agent.session.events))
+
+    asyncio.run(scenario())

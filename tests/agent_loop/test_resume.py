@@ -1,0 +1,185 @@
+"""SPEC §8.13 (config-driven session id) and §8.16 (the factory's create/resume over JSONL)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh.agent_loop import AgentLoop
+from dsh.core.agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from dsh.core.persistence import SESSION_PERSISTENCE
+from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
+from dsh.testing.harness import Harness
+from dsh.testing.scripted import text_response
+from tests.agent_loop.helpers import of_type, request_texts, text, until
+
+
+async def run_turn(agent: Any, prompt: str, count: int = 1) -> None:
+    agent.send(text(prompt))
+    await until(lambda: len(of_type(agent.session, "turn/end")) >= count and agent.status == "idle")
+    await agent.when_idle()
+
+
+# ------------------------------------------------------------------------- §8.13
+async def test_config_driven_create_uses_a_fresh_id_session_uuid_per_run(tmp_path: Path) -> None:
+    """config-driven create uses a fresh ${id}-session-<uuid> per run (restart-safe)"""
+    ids: list[str] = []
+    for _ in range(2):
+        async with Harness([text_response("ok")], with_loop=False) as h:
+            await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+            await h.ctx.plugin(AgentLoop, {"agents": [{"id": "cfg", "model": "mock"}]})
+            agent = h.agents.get("cfg")
+            assert agent is not None
+            assert re.fullmatch(r"cfg-session-[0-9a-f-]{36}", agent.session.id)
+            ids.append(agent.session.id)
+            await run_turn(agent, "hi")
+            assert of_type(agent.session, "turn/end")[0]["reason"] == {"kind": "completed"}
+    assert ids[0] != ids[1]
+
+
+async def test_config_driven_resume_session_id_continues_a_persisted_session(tmp_path: Path) -> None:
+    """config-driven resumeSessionId continues a persisted session (env-var resume)"""
+    async with Harness([text_response("noted")]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = h.agents.create(CreateAgentOptions(agent_id="first", session_id="sticky-1"))
+        agent.options.model = "mock"
+        await run_turn(agent, "remember me")
+    async with Harness([], with_loop=False) as h:
+        await h.ctx.plugin(AgentLoop, {"agents": [{"id": "main", "model": "mock", "resumeSessionId": "sticky-1"}]})
+        assert h.agents.get("main") is None  # deferred until persistence exists
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        await until(lambda: h.agents.get("main") is not None)
+        agent = h.agents.get("main")
+        assert agent is not None
+        assert agent.session.id == "sticky-1"
+        assert "remember me" in str(agent.session.derive_messages())
+
+
+async def test_config_driven_resume_of_a_missing_session_is_contained(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """config-driven resume of a missing session is contained: logs a warning, no agent, no crash"""
+    async with Harness([], with_loop=False) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        with caplog.at_level(logging.WARNING):
+            fiber = await h.ctx.plugin(
+                AgentLoop, {"agents": [{"id": "main", "model": "mock", "resumeSessionId": "does-not-exist"}]}
+            )
+            await until(lambda: 'config-driven resume of "does-not-exist" failed' in caplog.text)
+        assert h.agents.get("main") is None
+        assert fiber.state.value == "active"
+
+
+# ------------------------------------------------------------------------- §8.16
+async def test_create_agent_uses_the_caller_supplied_session_id(tmp_path: Path) -> None:
+    """createAgent uses the caller-supplied sessionId (not ${id}-session)"""
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="chosen", meta={"cwd": "/w"}))
+        assert agent.session.id == "chosen"
+        assert agent.session.header.get("cwd") == "/w"
+
+
+async def test_create_agent_rejects_a_duplicate_agent_id_before_creating_the_session() -> None:
+    """createAgent rejects a duplicate agent id BEFORE creating the session (no orphan)"""
+    async with Harness([]) as h:
+        h.agents.create(CreateAgentOptions(agent_id="a", session_id="s1"))
+        with pytest.raises(Exception, match="already registered"):
+            h.agents.create(CreateAgentOptions(agent_id="a", session_id="s2"))
+        assert h.sessions.get("s2") is None
+
+
+async def test_create_agent_works_without_meta_no_cwd() -> None:
+    """createAgent works without meta (no cwd)"""
+    async with Harness([]) as h:
+        agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="s1"))
+        assert "cwd" not in agent.session.header
+
+
+async def _persist_one_turn(root: Path, session_id: str, meta: dict[str, Any] | None = None) -> list[Any]:
+    async with Harness([text_response("first answer")]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
+        agent = h.agents.create(
+            CreateAgentOptions(agent_id="a", session_id=session_id, meta=meta, agent_options=AgentOptions(model="mock"))
+        )
+        await run_turn(agent, "first question")
+        return agent.session.derive_messages()
+
+
+async def test_resume_of_a_session_with_no_cwd_carries_an_undefined_cwd_header(tmp_path: Path) -> None:
+    """resume of a session with no cwd carries an undefined cwd header"""
+    await _persist_one_turn(tmp_path, "nocwd")
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="nocwd"))
+        assert "cwd" not in agent.session.header
+
+
+async def test_resume_of_a_forked_session_preserves_the_parent_session_lineage(tmp_path: Path) -> None:
+    """resume of a forked session preserves the parentSession lineage in the header"""
+    await _persist_one_turn(tmp_path, "child", {"cwd": "/w", "parentSession": "parent-1"})
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="child"))
+        assert agent.session.header.get("parentSession") == "parent-1"
+        assert agent.session.header.get("cwd") == "/w"
+
+
+async def test_an_idle_inject_is_flushed_durably_on_its_own(tmp_path: Path) -> None:
+    """an idle inject() is flushed durably on its own (survives without explicit flush/dispose)"""
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="inj"))
+        agent.inject(text("durable note"))
+
+        def on_disk() -> bool:
+            return any("durable note" in path.read_text() for path in tmp_path.rglob("*.jsonl"))
+
+        await until(on_disk)
+
+
+async def test_an_idle_inject_survives_persist_and_resume(tmp_path: Path) -> None:
+    """an idle inject() survives persist + resume (turn-enclosed, not dropped as crash tail)"""
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="inj2"))
+        agent.inject(text("keep me"))
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        resumed = await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="inj2"))
+        kinds = [e["type"] for e in resumed.session.events]
+        assert kinds == ["turn/start", "context/message", "turn/end"]
+        assert "keep me" in str(resumed.session.derive_messages())
+
+
+async def test_resume_reloads_a_persisted_session_history_and_turn_numbering_continue(tmp_path: Path) -> None:
+    """resume reloads a persisted session: history + turn numbering continue, no duplicate seqs"""
+    before = await _persist_one_turn(tmp_path, "resumable", {"cwd": "/w"})
+    async with Harness([text_response("second answer")]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        agent = await h.agents.resume(
+            ResumeAgentOptions(agent_id="r", resume_session_id="resumable", agent_options=AgentOptions(model="mock"))
+        )
+        assert agent.session.derive_messages() == before
+        await run_turn(agent, "second question")
+        assert [d["turn"] for d in of_type(agent.session, "turn/start")] == [1, 2]
+        assert [e["seq"] for e in agent.session.events] == list(range(len(agent.session.events)))
+        assert "first question" in request_texts(h.model.requests[0])
+    async with Harness([]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
+        persistence = h.ctx.get(SESSION_PERSISTENCE)
+        assert persistence is not None
+        loaded = await persistence.load("resumable")
+        assert [e["seq"] for e in loaded.events] == list(range(len(loaded.events)))
+        assert [e["data"]["turn"] for e in loaded.events if e["type"] == "turn/start"] == [1, 2]
+
+
+async def test_resume_rejects_when_session_persistence_is_not_configured() -> None:
+    """resume rejects when session persistence is not configured"""
+    async with Harness([]) as h:
+        with pytest.raises(Exception, match="session persistence is not configured"):
+            await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="x"))
