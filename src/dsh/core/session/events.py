@@ -1,0 +1,42 @@
+"""The events the session store dispatches (SPEC §3.5)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dsh.kernel import EmitEvent, ParallelEvent
+
+if TYPE_CHECKING:
+    from dsh.core.session.session import Session
+    from dsh.core.session.types import SessionEvent
+
+SESSION_CREATED: EmitEvent[[Session]] = EmitEvent(
+    "session/created",
+    doc="""``(session)``: a session was created through the store, once per ``create``.
+
+    Fired after the session is stored, before ``create`` returns; ``session.events`` is
+    then exactly its seed. Persistence backends start tracking the session here. A
+    listener that raises rolls the creation back (the session leaves the store, its
+    ``on_append`` is cleared) and the error reaches the ``create`` caller; the id can be
+    used again.""",
+)
+
+SESSION_EVENT: EmitEvent[[Session, SessionEvent]] = EmitEvent(
+    "session/event",
+    doc="""``(session, event)``: ``event`` was just appended to ``session``'s log.
+
+    Synchronous and called *after* the push: a listener that raises makes
+    ``Session.append`` raise with the event already logged. Listeners must not append
+    to the same session re-entrantly and must not mutate ``event``; one that keeps the
+    event past the call (a write buffer) must copy it or treat it as read-only. Not
+    fired for seeded events or after the creating plugin was disposed.""",
+)
+
+SESSION_FLUSH: ParallelEvent[[Session]] = ParallelEvent(
+    "session/flush",
+    doc="""``(session)``: an awaited durability checkpoint.
+
+    The agent loop awaits it after every ``turn/end``. A persistence listener returns
+    an awaitable that settles once everything logged so far is durable; a failure
+    rejects the flush (the loop reports it, it never becomes a session event).""",
+)

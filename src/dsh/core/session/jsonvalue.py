@@ -1,0 +1,189 @@
+"""JSON values: the only data a session log may hold (SPEC §3.2).
+
+A JSON value is ``None``, a ``bool``, an ``int``, a finite ``float``, a ``str``, a
+``list`` of JSON values, or a ``dict`` with ``str`` keys and JSON values. Subclasses of
+``dict``/``list`` are accepted (the invariants plugin freezes logged data into
+immutable subclasses), and so are subclasses of ``str``/``int``/``float`` such as enum
+members (``json.dumps`` writes them as their plain value). Everything else is
+rejected: tuples, sets, bytes, non-``str`` keys, NaN and infinities, custom objects,
+and cycles. The same object reachable twice without a cycle is fine.
+
+:func:`json_snapshot` validates and deep-copies in one pass; it runs for every logged
+event (once per streamed chunk), so it is a tight recursive walk with ``type(x) is``
+fast paths. Its copies are always plain ``dict``/``list``/scalars, sharing nothing
+with the input. :func:`dumps_json` is the one serializer for disk and wire (compact,
+UTF-8 as-is, no NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypeAlias, TypeVar
+
+from dsh.core.errors import HarnessError
+
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+"""A JSON value as Python holds it (see the module docstring)."""
+
+T = TypeVar("T")
+
+_isfinite = math.isfinite
+
+
+class NotJsonError(HarnessError, ValueError):
+    """A value that is not JSON (code ``NOT_JSON``).
+
+    ``path`` locates the first offender from the root (``$``, ``$.data.content[0]``);
+    ``reason`` says what is wrong with it.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", path: str = "$", cause: object = None) -> None:
+        super().__init__(message, "NOT_JSON", cause)
+        self.reason = reason or message
+        self.path = path
+
+
+class _Offender(Exception):  # noqa: N818 - internal signal, never escapes
+    """Internal: raised at the offender, collects the path while unwinding."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.segments: list[str | int] = []
+
+
+def _describe(value: object) -> str:
+    kind = type(value)
+    if kind is float:
+        return f"non-finite number {value!r}"
+    if isinstance(value, tuple | set | frozenset | bytes | bytearray):
+        return f"a {kind.__name__} (use a list or a str instead)"
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    return f"a {name} object (only None, bool, int, float, str, list, dict are JSON)"
+
+
+def _scalar(value: object) -> object:
+    """Copy a subclass of str/int/float as its plain value, or reject ``value``."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        plain = float.__float__(value)
+        if _isfinite(plain):
+            return plain
+        raise _Offender(f"non-finite number {plain!r}")
+    raise _Offender(_describe(value))
+
+
+def _copy(value: object, active: set[int]) -> Any:
+    """Copy a value that is not an exact str/int/bool/None (callers inline those)."""
+    kind = type(value)
+    if kind is float:
+        if _isfinite(value):  # type: ignore[arg-type]
+            return value
+        raise _Offender(_describe(value))
+    if kind is dict or (kind is not list and isinstance(value, dict)):
+        return _copy_dict(value, active)  # type: ignore[arg-type]
+    if isinstance(value, list):
+        return _copy_list(value, active)
+    return _scalar(value)
+
+
+def _copy_dict(value: dict[Any, Any], active: set[int]) -> dict[str, Any]:
+    marker = id(value)
+    if marker in active:
+        raise _Offender("a cycle (this dict contains itself)")
+    active.add(marker)
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if type(key) is not str:
+            if not isinstance(key, str):
+                raise _Offender(f"a non-string key {key!r} (JSON object keys are strings)")
+            key = str.__str__(key)
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            out[key] = item
+            continue
+        try:
+            out[key] = _copy(item, active)
+        except _Offender as offense:
+            offense.segments.append(key)
+            raise
+    active.discard(marker)
+    return out
+
+
+def _copy_list(value: list[Any], active: set[int]) -> list[Any]:
+    marker = id(value)
+    if marker in active:
+        raise _Offender("a cycle (this list contains itself)")
+    active.add(marker)
+    out: list[Any] = []
+    append = out.append
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            append(item)
+            continue
+        try:
+            append(_copy(item, active))
+        except _Offender as offense:
+            offense.segments.append(index)
+            raise
+    active.discard(marker)
+    return out
+
+
+def _format_path(segments: list[str | int]) -> str:
+    parts = ["$"]
+    for segment in reversed(segments):
+        if isinstance(segment, int):
+            parts.append(f"[{segment}]")
+        elif segment.isidentifier():
+            parts.append(f".{segment}")
+        else:
+            parts.append(f"[{json.dumps(segment, ensure_ascii=False)}]")
+    return "".join(parts)
+
+
+def json_snapshot(value: T) -> T:
+    """Validate ``value`` as JSON and return a deep, plain copy of it.
+
+    The copy shares no container with ``value`` (``dict``/``list`` subclasses come
+    back as plain ``dict``/``list``), so later mutation on either side is invisible to
+    the other. Raises :class:`NotJsonError` naming the first offender and its path.
+    Nesting deeper than the interpreter's recursion limit is rejected the same way.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    try:
+        return _copy(value, set())  # type: ignore[no-any-return]
+    except _Offender as offense:
+        path = _format_path(offense.segments)
+        raise NotJsonError(
+            f"not a JSON value at {path}: {offense.reason}", reason=offense.reason, path=path
+        ) from None
+    except RecursionError:
+        reason = "nesting too deep to serialize"
+        raise NotJsonError(f"not a JSON value: {reason}", reason=reason) from None
+
+
+def is_json_value(value: object) -> bool:
+    """True when ``value`` is a JSON value (see the module docstring); never raises."""
+    try:
+        json_snapshot(value)
+    except NotJsonError:
+        return False
+    return True
+
+
+def dumps_json(value: object) -> str:
+    """Serialize like ``JSON.stringify``: compact, non-ASCII as-is, keys in insertion order.
+
+    Raises ``ValueError`` for NaN/infinity and ``TypeError`` for non-JSON types; pass
+    data through :func:`json_snapshot` first when it comes from outside.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,103 @@
+"""The ``sessions`` service: creates and tracks live sessions (SPEC §3.4)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Callable, Generator, Iterable
+
+from dsh.core.errors import HarnessError
+from dsh.core.session import clock
+from dsh.core.session.events import SESSION_CREATED, SESSION_EVENT
+from dsh.core.session.session import Session
+from dsh.core.session.types import SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, SessionMeta
+from dsh.kernel import Context, Service, ServiceKey
+
+
+class SessionStore(Service):
+    """The live sessions of this tree, by id (class plugin, no config).
+
+    A session created through the store is owned by the *calling* plugin: while that
+    plugin lives, every append is emitted as ``session/event``; disposing it removes the
+    session from the store and silences it.
+    """
+
+    def __init__(self, ctx: Context, config: object = None) -> None:
+        super().__init__(ctx, SESSIONS)
+        self._sessions: dict[SessionId, Session] = {}
+        self._counter = 0
+
+    def create(
+        self,
+        id: SessionId | None = None,
+        *,
+        seed: Iterable[SessionEvent] | None = None,
+        meta: SessionMeta | None = None,
+    ) -> Session:
+        """Create, store and announce a session; return it.
+
+        ``id`` defaults to ``session-<n>`` (a per-store counter from 1). ``seed`` starts
+        the log (see :class:`Session`). ``meta`` gives the header's ``cwd`` (absolute),
+        ``parentSession`` and ``createdAt`` (default: now).
+
+        Raises ``HarnessError`` when the id is taken (``DUPLICATE_SESSION``), ``cwd`` is
+        relative (``INVALID_CWD``) or the seed is invalid, in each case registering
+        nothing. A raising ``session/created`` listener rolls the session back and its
+        error propagates. The registration is an effect of the calling plugin's fiber.
+        """
+        if id is None:
+            self._counter += 1
+            id = f"session-{self._counter}"
+        if id in self._sessions:
+            raise HarnessError(
+                f'session "{id}" already exists (use sessions.get() for the live one, or pick another id)',
+                "DUPLICATE_SESSION",
+            )
+        meta = meta if meta is not None else {}
+        cwd = meta.get("cwd")
+        if cwd is not None and not os.path.isabs(cwd):
+            raise HarnessError(f'session cwd must be an absolute path, got "{cwd}"', "INVALID_CWD")
+        created_at = meta.get("createdAt")
+        header: SessionHeader = {
+            "version": SESSION_FORMAT_VERSION,
+            "id": id,
+            "createdAt": clock.now_ms() if created_at is None else created_at,
+        }
+        if cwd is not None:
+            header["cwd"] = cwd
+        parent = meta.get("parentSession")
+        if parent is not None:
+            header["parentSession"] = parent
+        session = Session(id, seed, header)
+        ctx = self.ctx
+        sessions = self._sessions
+        key = id
+
+        def emit_event(target: Session, event: SessionEvent) -> None:
+            ctx.emit(SESSION_EVENT, target, event)
+
+        def register() -> Generator[Callable[[], None], None, None]:
+            session.on_append = emit_event
+            sessions[key] = session
+
+            def detach() -> None:
+                session.on_append = None
+                sessions.pop(key, None)
+
+            yield detach
+            ctx.emit(SESSION_CREATED, session)
+
+        ctx.effect(register, f"session {id}")
+        return session
+
+    def get(self, id: SessionId) -> Session | None:
+        """The live session with this id, or None."""
+        return self._sessions.get(id)
+
+    def list(self) -> builtins.list[Session]:
+        """The live sessions in creation order."""
+        return builtins.list(self._sessions.values())
+
+
+SESSIONS: ServiceKey[SessionStore] = ServiceKey("sessions")
+"""The key of the :class:`SessionStore` service (``inject: ["sessions"]``)."""

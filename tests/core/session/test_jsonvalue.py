@@ -1,0 +1,283 @@
+"""JSON values (SPEC §3.2): is_json_value, json_snapshot, dumps_json."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.core.errors import HarnessError
+from dsh.core.session import NotJsonError, dumps_json, is_json_value, json_snapshot
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Name(str):
+    pass
+
+
+class Ratio(float):
+    pass
+
+
+class FrozenDict(dict[str, Any]):
+    """Like the invariants plugin's frozen mapping: a dict subclass that refuses writes."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise TypeError("frozen")
+
+
+class FrozenList(list[Any]):
+    def append(self, value: Any) -> None:
+        raise TypeError("frozen")
+
+
+def _cyclic_list() -> list[Any]:
+    items: list[Any] = [1]
+    items.append(items)
+    return items
+
+
+def _cyclic_dict() -> dict[str, Any]:
+    node: dict[str, Any] = {"a": 1}
+    node["self"] = {"inner": [node]}
+    return node
+
+
+NOT_JSON: list[tuple[str, Any]] = [
+    ("tuple (for a bigint/sparse array)", (1, 2)),
+    ("set (for Map/Set)", {1, 2}),
+    ("frozenset", frozenset()),
+    ("bytes", b"x"),
+    ("bytearray", bytearray(b"x")),
+    ("object (for a symbol/class instance)", object()),
+    ("function", lambda: None),
+    ("NaN", float("nan")),
+    ("Infinity", float("inf")),
+    ("-Infinity", float("-inf")),
+    ("complex", 1j),
+    ("enum member that is not a str/int", Color.RED),
+    ("non-str key", {1: "a"}),
+    ("None key (for undefined)", {None: "a"}),
+    ("tuple key", {(1,): "a"}),
+    ("nested function", {"a": [1, {"b": print}]}),
+    ("dense list with a bad item", [1, 2, (3,)]),
+    ("cyclic list", _cyclic_list()),
+    ("cyclic dict", _cyclic_dict()),
+    ("non-finite float subclass", Ratio("nan")),
+]
+
+
+@pytest.mark.parametrize(("label", "value"), NOT_JSON, ids=[label for label, _ in NOT_JSON])
+def test_rejects_every_non_json_value(label: str, value: Any) -> None:
+    """Python mapping of the JS cases: tuples, sets, bytes, objects, NaN/inf, non-str keys, cycles."""
+    assert is_json_value(value) is False
+    with pytest.raises(NotJsonError, match="not a JSON value"):
+        json_snapshot(value)
+    with pytest.raises(NotJsonError):
+        json_snapshot({"wrapped": [value]})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, False, 0, -7, 2**70, 1.5, -0.0, "", "ünïcødé ✓", [], {}, [None, [True, {"a": [1.25]}]]],
+)
+def test_accepts_plain_json_values(value: Any) -> None:
+    assert is_json_value(value) is True
+    copy = json_snapshot(value)
+    assert copy == value
+    assert type(copy) is type(value)
+
+
+def test_accepts_the_same_object_twice_without_a_cycle() -> None:
+    shared = {"x": [1, 2]}
+    value: Any = {"a": shared, "b": [shared, shared]}
+    assert is_json_value(value)
+    copy = json_snapshot(value)
+    assert copy == value
+    assert copy["a"] is not copy["b"][0]
+    assert copy["b"][0] is not copy["b"][1]
+
+
+def test_snapshot_shares_nothing_with_its_input() -> None:
+    value: Any = {"list": [{"deep": ["x"]}], "obj": {"k": {"v": 1}}}
+    copy = json_snapshot(value)
+    copy["list"][0]["deep"].append("y")
+    copy["obj"]["k"]["v"] = 2
+    assert value == {"list": [{"deep": ["x"]}], "obj": {"k": {"v": 1}}}
+    value["list"].append("z")
+    assert copy["list"] == [{"deep": ["x", "y"]}]
+
+
+def test_accepts_dict_and_list_subclasses_and_returns_plain_copies() -> None:
+    frozen = FrozenDict(a=FrozenList([1, FrozenDict(b="c")]))
+    ordered = OrderedDict([("z", 1), ("a", 2)])
+    assert is_json_value(frozen)
+    copy = json_snapshot({"frozen": frozen, "ordered": ordered})
+    assert copy == {"frozen": {"a": [1, {"b": "c"}]}, "ordered": {"z": 1, "a": 2}}
+    assert type(copy["frozen"]) is dict
+    assert type(copy["frozen"]["a"]) is list
+    assert type(copy["frozen"]["a"][1]) is dict
+    assert type(copy["ordered"]) is dict
+    assert list(copy["ordered"]) == ["z", "a"]
+
+
+def test_accepts_str_int_float_subclasses_as_their_plain_values() -> None:
+    value: Any = {Name("key"): [Name("v"), Level.HIGH, Ratio(0.5)], "top": Level.HIGH}
+    assert is_json_value(value)
+    copy = json_snapshot(value)
+    assert copy == {"key": ["v", 3, 0.5], "top": 3}
+    key = next(iter(copy))
+    assert type(key) is str
+    assert [type(item) for item in copy["key"]] == [str, int, float]
+    assert type(copy["top"]) is int
+    assert json_snapshot([Level.HIGH]) == [3]
+
+
+def test_scalars_come_back_unchanged() -> None:
+    word = "same"
+    assert json_snapshot(word) is word
+    assert json_snapshot(None) is None
+    assert json_snapshot(True) is True
+
+
+def test_not_json_error_names_the_path_and_the_reason() -> None:
+    with pytest.raises(NotJsonError) as caught:
+        json_snapshot({"data": {"content": [{"ok": 1}, {"weird key": float("inf")}]}})
+    error = caught.value
+    assert error.path == '$.data.content[1]["weird key"]'
+    assert error.reason == "non-finite number inf"
+    assert str(error) == 'not a JSON value at $.data.content[1]["weird key"]: non-finite number inf'
+    assert isinstance(error, ValueError)
+    assert isinstance(error, HarnessError)
+    assert error.code == "NOT_JSON"
+
+
+def test_not_json_error_at_the_root_and_for_keys_and_cycles() -> None:
+    with pytest.raises(NotJsonError) as root_error:
+        json_snapshot((1,))
+    assert root_error.value.path == "$"
+    assert "tuple" in root_error.value.reason
+    with pytest.raises(NotJsonError) as key_error:
+        json_snapshot({"a": {2: "x"}})
+    assert key_error.value.path == "$.a"
+    assert "non-string key 2" in key_error.value.reason
+    with pytest.raises(NotJsonError) as cycle_error:
+        json_snapshot(_cyclic_dict())
+    assert cycle_error.value.path == "$.self.inner[0]"
+    assert "cycle" in cycle_error.value.reason
+    with pytest.raises(NotJsonError) as list_cycle:
+        json_snapshot(_cyclic_list())
+    assert list_cycle.value.path == "$[1]"
+    with pytest.raises(NotJsonError) as custom:
+        json_snapshot([object()])
+    assert "builtins.object object" in custom.value.reason
+
+
+def test_not_json_error_defaults_its_reason_to_the_message() -> None:
+    error = NotJsonError("plain message")
+    assert error.reason == "plain message"
+    assert error.path == "$"
+
+
+def test_nesting_deeper_than_the_recursion_limit_is_rejected() -> None:
+    value: list[Any] = []
+    for _ in range(5_000):
+        value = [value]
+    assert is_json_value(value) is False
+    with pytest.raises(NotJsonError, match="nesting too deep"):
+        json_snapshot(value)
+
+
+def test_a_rejected_value_does_not_poison_the_next_check() -> None:
+    shared = [1]
+    assert not is_json_value([shared, shared, (2,)])
+    assert is_json_value([shared, shared])
+
+
+def test_dumps_json_is_compact_utf8_and_key_ordered() -> None:
+    value = {"z": 1, "a": ["ü", {"k": None}], "f": 1.5, "b": True}
+    assert dumps_json(value) == '{"z":1,"a":["ü",{"k":null}],"f":1.5,"b":true}'
+
+
+def test_dumps_json_refuses_nan() -> None:
+    with pytest.raises(ValueError):
+        dumps_json({"x": math.nan})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+def _container_ids(value: Any) -> set[int]:
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.add(id(item))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found.add(id(item))
+            stack.extend(item)
+    return found
+
+
+@settings(deadline=None)
+@given(json_values)
+def test_property_snapshot_is_an_equal_independent_json_copy(value: Any) -> None:
+    """Every JSON value is accepted; its snapshot is equal, plain, and shares no container."""
+    assert is_json_value(value)
+    copy = json_snapshot(value)
+    assert copy == value
+    assert json.loads(dumps_json(copy)) == value
+    assert _container_ids(copy).isdisjoint(_container_ids(value))
+
+
+bad_leaves = st.sampled_from([(1,), {1}, b"b", float("nan"), float("inf"), object()])
+
+
+@settings(deadline=None)
+@given(json_values, bad_leaves, st.data())
+def test_property_one_bad_leaf_anywhere_is_rejected(value: Any, bad: Any, data: st.DataObject) -> None:
+    """Planting a non-JSON value at any container position makes the whole value non-JSON."""
+    containers: list[Any] = [item for item in _walk(value) if isinstance(item, dict | list)]
+    if not containers:
+        value = [value]
+        containers = [value]
+    target = data.draw(st.sampled_from(containers))
+    if isinstance(target, dict):
+        target["planted"] = bad
+    else:
+        target.append(bad)
+    assert not is_json_value(value)
+    with pytest.raises(NotJsonError):
+        json_snapshot(value)
+
+
+def _walk(value: Any) -> list[Any]:
+    out = [value]
+    if isinstance(value, dict):
+        for item in value.values():
+            out.extend(_walk(item))
+    elif isinstance(value, list):
+        for item in value:
+            out.extend(_walk(item))
+    return out
