@@ -1,0 +1,77 @@
+"""SDK exceptions to in-band ``finish {kind: "error"}`` reasons.
+
+This adapter never raises a provider failure out of the stream: it ends the stream
+with an error finish whose ``code`` says what went wrong (SPEC §2.3 codes):
+
+* before the answer (``create`` raised): an HTTP error status maps by its SDK class
+  -- ``AuthenticationError`` / ``PermissionDeniedError`` ``AUTH``, ``RateLimitError``
+  ``RATE_LIMIT``, ``BadRequestError`` ``INVALID_REQUEST``, ``InternalServerError``
+  (any 5xx) ``SERVER``, any other status ``HTTP_<status>`` -- with the message of the
+  provider's error body when it has one, else ``provider API error (HTTP <status>)``;
+  a connection failure or timeout is ``NETWORK``, naming the URL;
+* while reading the answer: a broken connection is ``STREAM_CLOSED``; an error event
+  in the stream keeps the provider's message and code (``PROVIDER_ERROR`` without
+  one); a payload that is not JSON is ``MALFORMED_RESPONSE``;
+* anything else keeps its message, with its string ``code`` attribute or ``UNKNOWN``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import openai
+
+from dsh.core.errors import error_code, error_message
+from dsh.core.llm import ErrorFinish
+
+
+def status_error_code(error: openai.APIStatusError) -> str:
+    """The ``LlmError`` code of an HTTP error status; see the module docstring."""
+    if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
+        return "AUTH"
+    if isinstance(error, openai.RateLimitError):
+        return "RATE_LIMIT"
+    if isinstance(error, openai.BadRequestError):
+        return "INVALID_REQUEST"
+    if isinstance(error, openai.InternalServerError):
+        return "SERVER"
+    return f"HTTP_{error.status_code}"
+
+
+def _body_message(body: object) -> str | None:
+    message = body.get("message") if isinstance(body, Mapping) else None
+    return message if isinstance(message, str) and message else None
+
+
+def request_failure(error: Exception) -> ErrorFinish:
+    """The finish for a failure of the request, before any of the answer was read."""
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        message = _body_message(error.body) or f"provider API error (HTTP {status})"
+        return {"kind": "error", "message": message, "code": status_error_code(error)}
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__
+        detail = error_message(cause) if cause is not None else error_message(error)
+        message = (
+            f"request to {error.request.url} failed: {detail} (check baseURL / $DEEPSEEK_BASE_URL and the network)"
+        )
+        return {"kind": "error", "message": message, "code": "NETWORK"}
+    return other_failure(error)
+
+
+def stream_failure(error: Exception) -> ErrorFinish:
+    """The finish for a failure while reading the answer's stream."""
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__
+        detail = f": {error_message(cause)}" if cause is not None else ""
+        return {"kind": "error", "message": f"the provider's stream broke off{detail}", "code": "STREAM_CLOSED"}
+    if isinstance(error, openai.APIError):
+        return {"kind": "error", "message": error.message, "code": error.code or "PROVIDER_ERROR"}
+    if isinstance(error, ValueError):
+        return {"kind": "error", "message": f"malformed stream payload: {error}", "code": "MALFORMED_RESPONSE"}
+    return other_failure(error)
+
+
+def other_failure(error: Exception) -> ErrorFinish:
+    """The finish for an unexpected exception: its message, its ``code`` or ``UNKNOWN``."""
+    return {"kind": "error", "message": error_message(error), "code": error_code(error) or "UNKNOWN"}
