@@ -1,0 +1,34 @@
+"""``bash-local``: run bash commands as local subprocesses (SPEC §9b).
+
+Load :class:`LocalBashExecutor` as a plugin to provide the ``bash`` service::
+
+    await ctx.plugin(LocalBashExecutor, {"timeoutMs": 30000})
+"""
+
+from dsh.plugins.bash_local.collector import CollectorRead, OutputCollector, default_spill_dir
+from dsh.plugins.bash_local.executor import LocalBashConfig, LocalBashExecutor, is_positive_finite
+from dsh.plugins.bash_local.process import (
+    CHUNK_BYTES,
+    BashInternals,
+    RunningBash,
+    child_env,
+    kill_group,
+    run_bash,
+    signal_name,
+)
+
+__all__ = [
+    "CHUNK_BYTES",
+    "BashInternals",
+    "CollectorRead",
+    "LocalBashConfig",
+    "LocalBashExecutor",
+    "OutputCollector",
+    "RunningBash",
+    "child_env",
+    "default_spill_dir",
+    "is_positive_finite",
+    "kill_group",
+    "run_bash",
+    "signal_name",
+]

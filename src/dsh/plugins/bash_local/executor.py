@@ -1,0 +1,211 @@
+"""``bash-local``: the :class:`~dsh.core.bash.BashExecutor` that runs local subprocesses (SPEC §9b)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from dsh.core.bash import BashExecRequest, BashExecSpec, BashExecutor, BashRunResult, BashTask, BashTaskRead
+from dsh.core.errors import HarnessError
+from dsh.kernel import AbortSignal, Context
+from dsh.plugins.bash_local.process import BashInternals, RunningBash, run_bash
+
+
+def is_positive_finite(value: object) -> bool:
+    """True for an int or float (not a bool) that is finite and greater than zero."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _tidy(value: float) -> float:
+    """``120000.0`` → ``120000`` so timeouts print the way they were written."""
+    return int(value) if float(value).is_integer() else value
+
+
+class LocalBashConfig(BaseModel):
+    """``bash-local`` config; YAML keys are camelCase (``timeoutMs``), snake_case also accepted.
+
+    ``cwd`` is the default workdir (the process's working directory at resolve time
+    when absent); ``timeoutMs`` the default foreground timeout, capped by
+    ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    cwd: str | None = None
+    timeout_ms: float = Field(120_000, alias="timeoutMs")
+    max_timeout_ms: float = Field(600_000, alias="maxTimeoutMs")
+    max_output_bytes: float = Field(64_000, alias="maxOutputBytes")
+
+    @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", mode="before")
+    @classmethod
+    def _positive_finite(cls, value: object, info: ValidationInfo) -> object:
+        if not is_positive_finite(value):
+            alias = cls.model_fields[str(info.field_name)].alias
+            raise ValueError(f"bash-local: {alias} must be a positive finite number")
+        return value
+
+
+@dataclass(eq=False)
+class _TaskEntry:
+    task: BashTask
+    process: RunningBash
+    stdout_offset: int = 0
+    stderr_offset: int = 0
+
+
+class LocalBashExecutor(BashExecutor):
+    """Runs ``bash -c`` per call, each in its own process group.
+
+    Background tasks get ids ``bash-1``, ``bash-2``, … per executor. Disposing the
+    plugin's fiber kills every process still running (foreground runs included) and
+    returns only once they have all exited, SIGKILL escalation included; completions
+    caused by that teardown are not announced. ``internals`` is the test seam
+    (SIGKILL grace, spill directory).
+    """
+
+    name = "bash-local"
+    Config = LocalBashConfig
+
+    def __init__(self, ctx: Context, config: LocalBashConfig) -> None:
+        super().__init__(ctx)
+        self.config = config
+        self.internals = BashInternals()
+        self._max_bytes = math.ceil(config.max_output_bytes)
+        self._tasks: dict[str, _TaskEntry] = {}
+        self._count = 0
+        self._processes: set[RunningBash] = set()
+        self._watchers: set[asyncio.Task[None]] = set()
+        self._disposed = False
+        ctx.effect(lambda: self._teardown, "bash-local teardown")
+
+    # ---------------------------------------------------------------- requests
+    def resolve(self, request: BashExecRequest) -> BashExecSpec:
+        """Apply defaults: timeout capped at ``maxTimeoutMs``; workdir request → config → cwd."""
+        requested = request.timeout_ms
+        if requested is not None and not is_positive_finite(requested):
+            raise HarnessError("bash-local: request.timeoutMs must be a positive finite number", "INVALID_TIMEOUT")
+        config = self.config
+        timeout = min(requested if requested is not None else config.timeout_ms, config.max_timeout_ms)
+        workdir = request.workdir if request.workdir is not None else config.cwd
+        return BashExecSpec(
+            command=request.command,
+            workdir=workdir if workdir is not None else os.getcwd(),
+            timeout_ms=_tidy(timeout),
+            signal=request.signal,
+        )
+
+    async def run(self, spec: BashExecSpec) -> BashRunResult:
+        """See :meth:`BashExecutor.run`; cancelling the caller kills the command."""
+        process = self._launch(spec.command, spec.workdir, spec.timeout_ms, spec.signal)
+        try:
+            return await process.done
+        except asyncio.CancelledError:
+            process.kill()
+            raise
+
+    def start(self, spec: BashExecSpec) -> BashTask:
+        """See :meth:`BashExecutor.start`; raises only for a pre-aborted signal or after disposal."""
+        process = self._launch(spec.command, spec.workdir, 0, spec.signal)
+        self._count += 1
+        task = BashTask(id=f"bash-{self._count}", command=spec.command, done=asyncio.get_running_loop().create_future())
+        entry = _TaskEntry(task, process)
+        self._tasks[task.id] = entry
+        watcher = asyncio.get_running_loop().create_task(self._finish(entry), name=f"bash task {task.id}")
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
+        return task
+
+    def _launch(self, command: str, workdir: str, timeout_ms: float, signal: AbortSignal | None) -> RunningBash:
+        if self._disposed:
+            raise HarnessError("bash-local is disposed: load the bash-local plugin again to run commands", "DISPOSED")
+        process = run_bash(
+            command,
+            cwd=workdir,
+            timeout_ms=timeout_ms,
+            max_output_bytes=self._max_bytes,
+            signal=signal,
+            internals=self.internals,
+        )
+        self._processes.add(process)
+        process.add_close_callback(self._processes.discard)
+        return process
+
+    async def _finish(self, entry: _TaskEntry) -> None:
+        task = entry.task
+        try:
+            outcome = await entry.process.done
+        except Exception as error:
+            task.status = "killed"
+            entry.process.stderr.push(f"spawn failed: {type(error).__name__}: {error}".encode())
+        else:
+            if task.status == "running":
+                task.status = "killed" if outcome.aborted else "completed"
+            task.exit_code = outcome.exit_code
+            task.signal = outcome.signal
+        self.notify_task_done(task)
+        task.done.set_result(None)
+
+    # ------------------------------------------------------------------- tasks
+    def get(self, task_id: str) -> BashTask | None:
+        entry = self._tasks.get(task_id)
+        return entry.task if entry is not None else None
+
+    def list(self) -> list[BashTask]:
+        return [entry.task for entry in self._tasks.values()]
+
+    def process(self, task_id: str) -> RunningBash | None:
+        """The process behind a task (diagnostics and tests), or None for an unknown id."""
+        entry = self._tasks.get(task_id)
+        return entry.process if entry is not None else None
+
+    def _entry(self, task_id: str) -> _TaskEntry:
+        entry = self._tasks.get(task_id)
+        if entry is None:
+            raise HarnessError(f'unknown bash task "{task_id}"', "UNKNOWN_TASK")
+        return entry
+
+    def read_output(self, task_id: str) -> BashTaskRead:
+        """Output since the last read; stderr follows a ``[stderr]`` line (see SPEC §9b)."""
+        entry = self._entry(task_id)
+        out = entry.process.stdout.read_from(entry.stdout_offset)
+        err = entry.process.stderr.read_from(entry.stderr_offset)
+        entry.stdout_offset = out.next_offset
+        entry.stderr_offset = err.next_offset
+        delta = out.text
+        if err.text:
+            separator = "\n" if out.text and not out.text.endswith("\n") else ""
+            delta = f"{out.text}{separator}[stderr]\n{err.text}"
+        return BashTaskRead(
+            task=entry.task,
+            delta=delta,
+            lossy=out.lossy or err.lossy,
+            stdout_spill_path=out.spill_path,
+            stderr_spill_path=err.spill_path,
+        )
+
+    def kill(self, task_id: str) -> bool:
+        entry = self._entry(task_id)
+        if entry.task.status != "running":
+            return False
+        entry.task.status = "killed"
+        entry.process.kill()
+        return True
+
+    # ---------------------------------------------------------------- teardown
+    async def _teardown(self) -> None:
+        self._disposed = True
+        for entry in self._tasks.values():
+            if entry.task.status == "running":
+                entry.task.status = "killed"
+        self._tasks.clear()
+        processes = list(self._processes)
+        for process in processes:
+            process.kill()
+        waits: list[Any] = [process.wait_closed() for process in processes]
+        waits.extend(self._watchers)
+        await asyncio.gather(*waits)

@@ -1,0 +1,261 @@
+"""One ``bash -c`` subprocess with bounded capture and group-wide kills (SPEC §9b ``runBash``).
+
+The command runs in a new session, hence its own process group, so one signal to the
+group reaches every child and grandchild. Stopping (a timeout, an abort, ``kill()``)
+sends SIGTERM to the group and SIGKILL after a grace period; once the command has
+closed after a stop, a last SIGKILL sweeps any group member that ignored SIGTERM.
+Output is read in bounded chunks into :class:`OutputCollector` tails, so memory stays
+bounded whatever the command prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import re
+import signal as signals
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.core.bash import BashRunResult
+from dsh.core.errors import HarnessError
+from dsh.kernel import AbortSignal
+from dsh.plugins.bash_local.collector import OutputCollector
+
+CHUNK_BYTES = 64 * 1024
+"""The most read from a pipe at once (and the pipe reader's buffer limit)."""
+
+_CREDENTIAL_NAME = re.compile("KEY|SECRET|TOKEN", re.IGNORECASE)
+_MODEL_FRIENDLY = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+
+
+def child_env(parent: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command: ``parent`` (default: ours) minus credentials.
+
+    Variables whose name contains KEY, SECRET or TOKEN (any case) are dropped, and
+    colors and pagers are switched off (``NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat``).
+    """
+    source = os.environ if parent is None else parent
+    env = {name: value for name, value in source.items() if not _CREDENTIAL_NAME.search(name)}
+    env.update(_MODEL_FRIENDLY)
+    return env
+
+
+def kill_group(pid: int, sig: int) -> None:
+    """Send ``sig`` to process group ``pid``; never raises (a vanished group is fine)."""
+    if pid <= 0:
+        return
+    with contextlib.suppress(Exception):
+        os.killpg(pid, sig)
+
+
+def signal_name(number: int) -> str:
+    """``SIGTERM`` for 15; ``SIG<n>`` for a number without a name."""
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"SIG{number}"
+
+
+@dataclass
+class BashInternals:
+    """Knobs tests turn: the SIGTERM→SIGKILL grace and where spill files go."""
+
+    grace_ms: float = 3000
+    spill_dir: str | None = None
+
+
+def _spawn_error(error: OSError | ValueError, cwd: str) -> HarnessError:
+    if isinstance(error, ValueError):
+        return HarnessError(
+            f"cannot spawn bash: {error} (remove NUL characters from the command and workdir)",
+            "INVALID_COMMAND",
+        )
+    code = errno.errorcode.get(error.errno or 0, "EUNKNOWN")
+    if error.filename == cwd:
+        hint = f'check that the workdir "{cwd}" exists and is a directory'
+    else:
+        hint = "check that bash is installed and on PATH"
+    return HarnessError(f"spawn bash {code}: {error.strerror}: {error.filename!r} ({hint})", code)
+
+
+def run_bash(
+    command: str,
+    *,
+    cwd: str,
+    timeout_ms: float,
+    max_output_bytes: int,
+    signal: AbortSignal | None = None,
+    internals: BashInternals | None = None,
+) -> RunningBash:
+    """Start ``bash -c command`` in ``cwd`` and return the handle at once.
+
+    ``timeout_ms`` of 0 means no timeout. Raises synchronously (nothing spawned) when
+    ``signal`` has already fired; spawn failures surface through
+    :attr:`RunningBash.done` instead. Must be called with a running event loop.
+    """
+    if signal is not None and signal.aborted:
+        reason = signal.reason if signal.reason is not None else "aborted"
+        raise HarnessError(f"aborted before spawn: {reason}", "ABORTED")
+    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, internals or BashInternals())
+
+
+class RunningBash:
+    """A started command. The handle owns the process until it has closed.
+
+    The process *closes* when it has exited and both pipes have reached EOF (a
+    grandchild holding a pipe open delays it). Nothing needs to be awaited for the
+    process to be reaped; if the event loop cancels the watcher (shutdown), the group
+    is SIGKILLed and reaped before the cancellation proceeds.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        cwd: str,
+        timeout_ms: float,
+        max_output_bytes: int,
+        signal: AbortSignal | None,
+        internals: BashInternals,
+    ) -> None:
+        self.stdout = OutputCollector(max_output_bytes, "stdout", internals.spill_dir)
+        self.stderr = OutputCollector(max_output_bytes, "stderr", internals.spill_dir)
+        self.pid: int | None = None
+        self.timed_out = False
+        self.aborted = False
+        self._grace_s = internals.grace_ms / 1000
+        self._stopping = False
+        self._closed = False
+        self._loop = asyncio.get_running_loop()
+        self._timers: list[asyncio.TimerHandle] = []
+        self._spawned: asyncio.Future[int | None] = self._loop.create_future()
+        self._unsubscribe = signal.add_callback(self._on_abort) if signal is not None else None
+        self._task = self._loop.create_task(self._main(command, cwd, timeout_ms), name=f"bash {command[:40]!r}")
+        self._task.add_done_callback(_retrieve)
+
+    # ------------------------------------------------------------------ public
+    @property
+    def done(self) -> asyncio.Future[BashRunResult]:
+        """Resolves with the result once the process has closed; raises a spawn failure.
+
+        Each access returns a fresh shield: cancelling a waiter never stops the watcher.
+        """
+        return asyncio.shield(self._task)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def spawned(self) -> int | None:
+        """The process id once spawned, or None if the spawn failed."""
+        return await asyncio.shield(self._spawned)
+
+    async def wait_closed(self) -> None:
+        """Return once the process has closed (or failed to spawn); never raises."""
+        await asyncio.wait([self._task])
+
+    def add_close_callback(self, callback: Callable[[RunningBash], object]) -> None:
+        """Call ``callback(self)`` once the process has closed or failed to spawn."""
+        self._task.add_done_callback(lambda _task: callback(self))
+
+    def kill(self) -> None:
+        """Stop the command: SIGTERM to its group now, SIGKILL after the grace.
+
+        Idempotent (a second call does not restart the escalation); a no-op once the
+        process has closed. Called before the spawn completes, it takes effect at once
+        after it.
+        """
+        if self._stopping or self._closed:
+            return
+        self._stopping = True
+        if self.pid is not None:
+            self._terminate(self.pid)
+
+    # ---------------------------------------------------------------- internal
+    def _on_abort(self) -> None:
+        self.aborted = True
+        self.kill()
+
+    def _on_timeout(self) -> None:
+        self.timed_out = True
+        self.kill()
+
+    def _terminate(self, pid: int) -> None:
+        kill_group(pid, signals.SIGTERM)
+        self._timers.append(self._loop.call_later(self._grace_s, kill_group, pid, signals.SIGKILL))
+
+    def _settle(self) -> None:
+        self._closed = True
+        for timer in self._timers:
+            timer.cancel()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+
+    async def _main(self, command: str, cwd: str, timeout_ms: float) -> BashRunResult:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                command,
+                cwd=cwd,
+                env=child_env(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=CHUNK_BYTES,
+            )
+        except (OSError, ValueError) as error:
+            self._settle()
+            self._spawned.set_result(None)
+            raise _spawn_error(error, cwd) from error
+        pid = self.pid = process.pid
+        self._spawned.set_result(pid)
+        if self._stopping:
+            self._terminate(pid)
+        elif timeout_ms > 0:
+            self._timers.append(self._loop.call_later(timeout_ms / 1000, self._on_timeout))
+        assert process.stdout is not None  # piped above
+        assert process.stderr is not None  # piped above
+        work = asyncio.gather(_pump(process.stdout, self.stdout), _pump(process.stderr, self.stderr), process.wait())
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # The loop is going away (or someone cancelled the watcher): kill the group
+            # and reap it, draining the pipes anew since a shutdown cancels the readers too.
+            kill_group(pid, signals.SIGKILL)
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            await asyncio.gather(_pump(process.stdout, self.stdout), _pump(process.stderr, self.stderr), process.wait())
+            self.stdout.finalize()
+            self.stderr.finalize()
+            raise
+        finally:
+            self._settle()
+        if self._stopping:
+            kill_group(pid, signals.SIGKILL)
+        code = process.returncode
+        assert code is not None  # wait() returned
+        return BashRunResult(
+            exit_code=code if code >= 0 else None,
+            signal=signal_name(-code) if code < 0 else None,
+            timed_out=self.timed_out,
+            aborted=self.aborted,
+            timeout_ms=timeout_ms,
+            stdout=self.stdout.finalize(),
+            stderr=self.stderr.finalize(),
+        )
+
+
+async def _pump(reader: asyncio.StreamReader, collector: OutputCollector) -> None:
+    while chunk := await reader.read(CHUNK_BYTES):
+        collector.push(chunk)
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a watcher's failure as seen; callers learn of it through ``done``."""
+    if not task.cancelled():
+        task.exception()
