@@ -1,0 +1,63 @@
+"""DeepSeek chat-completions over httpx and hand-parsed SSE (SPEC §10).
+
+This package is the ``llm-deepseek`` plugin (``name``, ``inject``, ``Config``,
+``apply``): load it with ``ctx.plugin(dsh.adapters.deepseek, {...})`` or by its module
+path in YAML. Its parts are public for embedding and tests:
+
+* :class:`DeepSeekAdapter` -- the :class:`~dsh.core.llm.LlmAdapter`;
+* :func:`serialize_request`, :func:`serialize_messages` -- options to the request body;
+* :func:`parse_sse` -- response bytes to event payloads;
+* :func:`translate`, :func:`map_finish_reason`, :func:`map_usage` -- payloads to chunks.
+"""
+
+from dsh.adapters.deepseek.adapter import (
+    DEFAULT_MODELS,
+    DEFAULT_TIMEOUT,
+    PUBLIC_BASE_URL,
+    USER_AGENT,
+    DeepSeekAdapter,
+    http_error_code,
+)
+from dsh.adapters.deepseek.plugin import API_KEY_ENV, BASE_URL_ENV, Config, apply, inject, name
+from dsh.adapters.deepseek.serialize import (
+    EMPTY_TOOL_RESULT,
+    ChatRequest,
+    ReasoningEffort,
+    RequestDefaults,
+    Thinking,
+    WireMessage,
+    WireTool,
+    serialize_messages,
+    serialize_request,
+)
+from dsh.adapters.deepseek.sse import DONE, parse_sse
+from dsh.adapters.deepseek.translate import map_finish_reason, map_usage, translate
+
+__all__ = [
+    "API_KEY_ENV",
+    "BASE_URL_ENV",
+    "DEFAULT_MODELS",
+    "DEFAULT_TIMEOUT",
+    "DONE",
+    "EMPTY_TOOL_RESULT",
+    "PUBLIC_BASE_URL",
+    "USER_AGENT",
+    "ChatRequest",
+    "Config",
+    "DeepSeekAdapter",
+    "ReasoningEffort",
+    "RequestDefaults",
+    "Thinking",
+    "WireMessage",
+    "WireTool",
+    "apply",
+    "http_error_code",
+    "inject",
+    "map_finish_reason",
+    "map_usage",
+    "name",
+    "parse_sse",
+    "serialize_messages",
+    "serialize_request",
+    "translate",
+]
