@@ -9,7 +9,9 @@ Entries:
   the request's abort signal and raise,
 * :class:`Fail`: raise an error from the stream (optionally after some chunks).
 
-Every request is recorded in :attr:`ScriptedModel.requests`. Asking beyond the
+Every request is recorded in :attr:`ScriptedModel.requests`. With ``pace`` set, the
+stream sleeps that many seconds before each chunk (to let other tasks run, as a real
+network stream would). Asking beyond the
 script raises ``LlmError("ScriptedModel: script exhausted ...")``; a test that ends
 with entries left should call :meth:`ScriptedModel.assert_consumed`.
 """
@@ -96,8 +98,9 @@ def error_finish(message: str, code: str | None = None) -> list[StreamChunk]:
 class ScriptedModel(LlmAdapter):
     """An :class:`LlmAdapter` that plays a script; see the module docstring."""
 
-    def __init__(self, script: Sequence[ScriptEntry] = ()) -> None:
+    def __init__(self, script: Sequence[ScriptEntry] = (), *, pace: float | None = None) -> None:
         self._script: list[ScriptEntry] = list(script)
+        self._pace = pace
         self._cursor = 0
         self.requests: list[GenerateOptions] = []
 
@@ -144,6 +147,8 @@ class ScriptedModel(LlmAdapter):
         if isinstance(chunks, str):
             raise HarnessError(f"ScriptedModel: unknown script entry {chunks!r}", "BAD_SCRIPT")
         for chunk in chunks:
+            if self._pace is not None:
+                await asyncio.sleep(self._pace)
             if signal is not None and signal.aborted:
                 raise HarnessError(str(signal.reason), "ABORTED")
             yield chunk

@@ -1,0 +1,39 @@
+"""Durable sessions: the ``session_persistence`` seam and the shared write coordinator (SPEC §4).
+
+* :class:`SessionPersistence` (key :data:`SESSION_PERSISTENCE`): what a durable
+  backend offers (create / append / load / list / has / delete);
+* :class:`PersistenceBackend`: the storage hooks a backend implements;
+* :class:`PersistenceCoordinator`: the orchestration every backend shares (adoption of
+  live sessions, write-behind buffers, flush, per-id ordering, dispose drain);
+* :class:`CoordinatedPersistence`: hooks + coordinator = the service;
+* :class:`MemoryPersistence`: the in-memory backend plugin.
+"""
+
+from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
+from dsh.core.persistence.coordinated import CoordinatedPersistence
+from dsh.core.persistence.coordinator import PersistenceCoordinator
+from dsh.core.persistence.errors import PersistenceError
+from dsh.core.persistence.jsontext import escape_lone_surrogates
+from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
+from dsh.core.persistence.service import SESSION_PERSISTENCE, LoadedSession, SessionPersistence
+from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
+from dsh.core.session import SessionHeader
+
+__all__ = [
+    "MISSING",
+    "SESSION_PERSISTENCE",
+    "CoordinatedPersistence",
+    "LoadedSession",
+    "MemoryConfig",
+    "MemoryPersistence",
+    "MemoryStorage",
+    "PersistenceBackend",
+    "PersistenceCoordinator",
+    "PersistenceError",
+    "SessionHeader",
+    "SessionPersistence",
+    "StoredPrefix",
+    "assert_serializable",
+    "escape_lone_surrogates",
+    "seed_covers_prefix",
+]

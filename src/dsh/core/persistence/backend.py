@@ -1,0 +1,96 @@
+"""The storage hooks a durable backend supplies to the coordinator (SPEC §4.2).
+
+A backend stores one log per session id: a header and the contiguous events
+``seq 0..n-1``. It knows nothing about live sessions, buffers or ordering; the
+:class:`~dsh.core.persistence.coordinator.PersistenceCoordinator` calls these hooks
+one at a time per id, so a hook never races another hook for the same id.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from dsh.core.session import SessionEvent, SessionHeader
+
+
+class _Missing(enum.Enum):
+    MISSING = "MISSING"
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing.MISSING
+"""The absent torn marker. Test it with ``is``: a present marker may be falsy (``0``)."""
+
+
+@dataclass
+class StoredPrefix:
+    """What a backend read back: the header, the preserved events, and a torn marker.
+
+    ``events`` is the longest valid prefix (``events[i]["seq"] == i``). ``torn_marker``
+    is :data:`MISSING` unless storage holds damage past that prefix that
+    :meth:`PersistenceBackend.commit_repair` must cut away; its value is opaque to the
+    coordinator (a byte offset for JSONL, a seq for SQLite) and only handed back.
+    """
+
+    meta: SessionHeader
+    events: list[SessionEvent]
+    torn_marker: object = field(default=MISSING)
+
+
+class PersistenceBackend(ABC):
+    """Storage hooks over one storage medium (files, a database, a dict).
+
+    Every hook is async and may raise; the coordinator passes failures to whoever
+    called the service. Arguments are the coordinator's own snapshots: a hook may keep
+    them but must not mutate them. ``name`` labels the backend in diagnostics.
+    """
+
+    name: str
+
+    @abstractmethod
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        """The stored prefix of ``id`` in any storage scope, or None when nothing is stored."""
+
+    @abstractmethod
+    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        """The stored prefix of ``id`` in exactly the scope of ``cwd``.
+
+        ``cwd=None`` is the definite no-cwd scope, not "any scope". A backend without
+        scopes answers like :meth:`load_stored`.
+        """
+
+    @abstractmethod
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        """Durably append ``events`` (contiguous, continuing the stored log).
+
+        When ``materialized`` is False nothing is stored for ``meta["id"]`` yet: create
+        the artifact with the header and this first batch together, refusing to replace
+        an artifact that appeared meanwhile. Returns only once the batch is durable; on
+        failure nothing of the batch may remain stored.
+        """
+
+    @abstractmethod
+    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
+        """Cut storage back to ``torn_marker`` (unless it is :data:`MISSING`), then append ``closers``.
+
+        Need not be atomic: a crash between the two steps leaves a log that the next
+        load repairs again.
+        """
+
+    @abstractmethod
+    async def delete_stored(self, id: str) -> None:
+        """Remove everything stored for ``id``; a no-op when nothing is."""
+
+    @abstractmethod
+    async def list(self) -> builtins.list[SessionHeader]:
+        """The headers of every stored (materialized) session, without reading whole logs."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Release the storage; awaited once, after the coordinator's dispose drain."""

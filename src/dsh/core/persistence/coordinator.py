@@ -1,0 +1,344 @@
+"""PersistenceCoordinator: the write path every backend shares (SPEC §4.3).
+
+The coordinator turns a live :class:`~dsh.core.session.Session` into a durable log
+over a backend's storage hooks:
+
+* ``session/created`` starts :meth:`PersistenceCoordinator.init_for`, which binds the
+  live session to its stored log (one of four adoption cases, below);
+* ``session/event`` copies each event into a write-behind buffer per session;
+* ``session/flush`` appends the buffered events that storage does not hold yet and
+  trims the buffer only once they are durable;
+* disposing the backend's fiber drains every buffer, then closes the backend.
+
+Per id, operations run strictly in call order on a *chain*: each one starts once the
+previous one settled, whether it succeeded or failed (a failure is reported to its own
+caller only). Chained operations never await another chained operation of the same
+id; they call the un-chained ``_*_core`` helpers instead, so a chain cannot deadlock.
+
+Cancellation: cancelling whoever awaits an operation does not cancel the operation;
+it still completes or fails, and the next operation for that id waits for it.
+
+Adoption cases of ``init_for(session)`` (``id = session.header["id"]``):
+
+1. the id is tracked without a live owner (public ``create``/``load``): the session
+   claims it if its events start with what is stored, and its extra events are
+   appended; a tracked id owned by another live session is refused, unless that
+   session never wrote anything and has nothing buffered (its id is then released);
+2. untracked, and storage holds a log in exactly this session's scope: adopted if the
+   session's events start with the stored log; a torn tail is cut, but an open turn
+   is *not* closed (the live session is still writing it); the live suffix is appended;
+3. untracked and nothing stored in scope: created like ``create(header)`` (refused if
+   any scope holds the id), then the session's pre-existing events are appended once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, TypeVar, cast
+
+from dsh.core.persistence.backend import MISSING, PersistenceBackend
+from dsh.core.persistence.errors import PersistenceError
+from dsh.core.persistence.service import LoadedSession
+from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
+from dsh.core.session import (
+    SESSION_CREATED,
+    SESSION_EVENT,
+    SESSION_FLUSH,
+    SESSIONS,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    interrupted_turn_closers,
+    json_snapshot,
+)
+from dsh.kernel import Context
+
+T = TypeVar("T")
+
+SUPPORTED_VERSION = 1
+
+
+@dataclass
+class _State:
+    """What the coordinator knows about one tracked id."""
+
+    meta: SessionHeader
+    cursor: int
+    materialized: bool
+    owner: Session | None = None
+
+
+def _check_version(id: str, meta: SessionHeader) -> None:
+    version = meta["version"]
+    if version != SUPPORTED_VERSION:
+        raise PersistenceError(
+            f'unsupported session format version {version} for "{id}" (only v1 is supported)',
+            "UNSUPPORTED_VERSION",
+        )
+
+
+def _rejected(error: BaseException) -> asyncio.Future[Any]:
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    future.set_exception(error)
+    return future
+
+
+async def _after(previous: asyncio.Task[Any] | None, op: Callable[[], Awaitable[T]]) -> T:
+    if previous is not None:
+        await asyncio.wait((previous,))
+    return await op()
+
+
+class PersistenceCoordinator:
+    """The shared orchestration over one backend; see the module docstring.
+
+    Construct it in the backend service's constructor with the backend's own context:
+    its listeners and its dispose drain then belong to the backend's fiber. Live
+    sessions already in the store are adopted at once (a reloaded backend never sees
+    their ``session/created``).
+    """
+
+    def __init__(self, ctx: Context, backend: PersistenceBackend) -> None:
+        self._backend = backend
+        self._logger = ctx.logger
+        self._states: dict[str, _State] = {}
+        self._buffers: dict[Session, list[SessionEvent]] = {}
+        self._inits: dict[Session, asyncio.Task[None]] = {}
+        self._chains: dict[str, asyncio.Task[Any]] = {}
+        ctx.on(SESSION_CREATED, self.init_for)
+        ctx.on(SESSION_EVENT, self._buffer)
+        ctx.on(SESSION_FLUSH, self.flush)
+        ctx.effect(lambda: self._drain, f"{backend.name} drain")
+        for session in ctx[SESSIONS].list():
+            self.init_for(session)
+
+    @property
+    def inits(self) -> Mapping[Session, asyncio.Task[None]]:
+        """The adoption task of each live session seen, keyed by the Session object (read-only)."""
+        return MappingProxyType(self._inits)
+
+    # ------------------------------------------------------------------ public API
+    def create(self, meta: SessionHeader) -> Awaitable[None]:
+        """Track a new, not yet materialized session; ``meta`` is copied now."""
+        snapshot = cast(SessionHeader, dict(meta))
+        return self._serialize(snapshot["id"], lambda: self._create_core(snapshot))
+
+    def append(self, id: str, events: Sequence[SessionEvent]) -> Awaitable[None]:
+        """Append a contiguous batch; it is validated and deep-copied now."""
+        try:
+            assert_serializable(events)
+        except PersistenceError as error:
+            return _rejected(error)
+        batch = [json_snapshot(event) for event in events]
+        return self._serialize(id, lambda: self._append_core(id, batch))
+
+    def load(self, id: str) -> Awaitable[LoadedSession]:
+        """Read ``id`` back, durably repairing a torn tail or a turn a crash left open."""
+        return self._serialize(id, lambda: self._load_core(id))
+
+    async def has(self, id: str) -> bool:
+        """True when ``id`` is durably stored."""
+        state = self._states.get(id)
+        if state is None:
+            return await self._backend.load_stored(id) is not None
+        if state.materialized:
+            return True
+        return await self._backend.load_live(id, state.meta.get("cwd")) is not None
+
+    def delete(self, id: str) -> Awaitable[None]:
+        """Remove ``id`` from storage and forget it."""
+        return self._serialize(id, lambda: self._delete_core(id))
+
+    # ------------------------------------------------------------------ write path
+    def init_for(self, session: Session) -> asyncio.Task[None]:
+        """Start (once per Session object) binding ``session`` to its stored log.
+
+        The session's current events are snapshotted now as its seed. The returned
+        task fails on an id collision; a flush of the session re-raises that failure.
+        """
+        existing = self._inits.get(session)
+        if existing is not None:
+            return existing
+        seed = [json_snapshot(event) for event in session.events]
+        task = asyncio.get_running_loop().create_task(self._adopt(session, seed))
+        task.add_done_callback(lambda done: self._init_settled(session, done))
+        self._inits[session] = task
+        return task
+
+    def flush(self, session: Session) -> asyncio.Task[None]:
+        """Make every event buffered for ``session`` durable.
+
+        Waits for the session's adoption first (its failure is raised here). The
+        buffer is trimmed only after a successful append, so a failed flush can be
+        retried and loses nothing.
+        """
+        return asyncio.get_running_loop().create_task(self._flush(session))
+
+    def _buffer(self, session: Session, event: SessionEvent) -> None:
+        self._buffers.setdefault(session, []).append(json_snapshot(event))
+
+    def _init_settled(self, session: Session, task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._logger.warn('session "%s" is not persisted: %s', session.header["id"], error)
+
+    async def _flush(self, session: Session) -> None:
+        init = self._inits.get(session)
+        if init is not None:
+            await asyncio.shield(init)
+        await self._serialize(session.header["id"], lambda: self._drain_buffer(session))
+
+    async def _drain_buffer(self, session: Session) -> None:
+        buffer = self._buffers.get(session)
+        if not buffer:
+            return
+        batch = buffer[:]
+        id = session.header["id"]
+        state = self._states.get(id)
+        cursor = 0 if state is None else state.cursor
+        fresh = [event for event in batch if event["seq"] >= cursor]
+        if fresh:
+            await self._append_core(id, fresh)
+        del buffer[: len(batch)]
+
+    async def _adopt(self, session: Session, seed: list[SessionEvent]) -> None:
+        id = session.header["id"]
+        state = self._states.get(id)
+        if state is not None:
+            if state.owner is None:
+                await self._claim(id, state, session, seed)
+                return
+            if state.materialized or self._buffers.get(state.owner):
+                raise PersistenceError(
+                    f'session "{id}" is already bound to a different live session in this backend (id collision)',
+                    "ID_COLLISION",
+                )
+            del self._states[id]
+        if await self._serialize(id, lambda: self._adopt_live_prefix(session, seed)):
+            return
+        meta = cast(SessionHeader, dict(session.header))
+        await self._serialize(id, lambda: self._create_core(meta, owner=session))
+        if seed:
+            await self._serialize(id, lambda: self._append_core(id, seed))
+
+    async def _claim(self, id: str, state: _State, session: Session, seed: list[SessionEvent]) -> None:
+        if state.cursor > 0:
+            stored = await self._backend.load_stored(id)
+            persisted = [] if stored is None else stored.events[: state.cursor]
+            if len(persisted) != state.cursor or not seed_covers_prefix(seed, persisted):
+                raise PersistenceError(
+                    f'session "{id}" is already persisted with {state.cursor} event(s) that do not match '
+                    "this live session (id collision)",
+                    "ID_COLLISION",
+                )
+        state.owner = session
+        suffix = seed[state.cursor :]
+        if suffix:
+            await self._serialize(id, lambda: self._append_core(id, suffix))
+
+    async def _adopt_live_prefix(self, session: Session, seed: list[SessionEvent]) -> bool:
+        id = session.header["id"]
+        stored = await self._backend.load_live(id, session.header.get("cwd"))
+        if stored is None:
+            return False
+        _check_version(id, stored.meta)
+        if not seed_covers_prefix(seed, stored.events):
+            raise PersistenceError(
+                f'session "{id}" already has a persisted log on disk that does not match this live session '
+                "(id collision)",
+                "ID_COLLISION",
+            )
+        if stored.torn_marker is not MISSING:
+            await self._backend.commit_repair(stored.meta, stored.torn_marker, [])
+        count = len(stored.events)
+        self._states[id] = _State(cast(SessionHeader, dict(stored.meta)), count, True, session)
+        if len(seed) > count:
+            await self._append_core(id, seed[count:])
+        return True
+
+    # ------------------------------------------------------------------ chained cores
+    def _serialize(self, id: str, op: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        previous = self._chains.get(id)
+        task = asyncio.get_running_loop().create_task(_after(previous, op))
+        self._chains[id] = task
+        task.add_done_callback(lambda done: self._chain_settled(id, done))
+        return asyncio.shield(task)
+
+    def _chain_settled(self, id: str, task: asyncio.Task[Any]) -> None:
+        if self._chains.get(id) is task:
+            del self._chains[id]
+
+    async def _create_core(self, meta: SessionHeader, owner: Session | None = None) -> None:
+        id = meta["id"]
+        if id in self._states:
+            raise PersistenceError(f'session "{id}" already exists in this backend', "SESSION_EXISTS")
+        if await self._backend.load_stored(id) is not None:
+            raise PersistenceError(
+                f'session "{id}" already has a persisted log on disk; load/resume it instead of creating',
+                "SESSION_EXISTS",
+            )
+        self._states[id] = _State(meta, 0, False, owner)
+
+    async def _append_core(self, id: str, events: list[SessionEvent]) -> None:
+        if not events:
+            return
+        state = self._states.get(id)
+        if state is None:
+            await self._load_core(id)
+            state = self._states[id]
+        for index, event in enumerate(events):
+            expected = state.cursor + index
+            if event["seq"] != expected:
+                raise PersistenceError(
+                    f'append seq mismatch for "{id}": expected {expected} at index {index}, got {event["seq"]}',
+                    "SEQ_MISMATCH",
+                )
+        await self._backend.append_batch(state.meta, events, state.materialized)
+        state.materialized = True
+        state.cursor += len(events)
+
+    async def _load_core(self, id: str) -> LoadedSession:
+        stored = await self._backend.load_stored(id)
+        if stored is None:
+            raise PersistenceError(f'session "{id}" not found', "SESSION_NOT_FOUND")
+        _check_version(id, stored.meta)
+        closers = interrupted_turn_closers(stored.events)
+        if stored.torn_marker is not MISSING or closers:
+            await self._backend.commit_repair(stored.meta, stored.torn_marker, closers)
+        cursor = len(stored.events) + len(closers)
+        self._states[id] = _State(cast(SessionHeader, dict(stored.meta)), cursor, True)
+        return LoadedSession(cast(SessionHeader, dict(stored.meta)), [*stored.events, *closers])
+
+    async def _delete_core(self, id: str) -> None:
+        await self._backend.delete_stored(id)
+        self._states.pop(id, None)
+
+    # ------------------------------------------------------------------ dispose
+    async def _drain(self) -> None:
+        """Dispose drain: settle adoptions, flush every buffer, settle chains, close.
+
+        Flush failures are raised together as an ``ExceptionGroup`` named
+        ``<backend.name> dispose failed``; the backend is closed either way (a close
+        failure is raised only when the drain itself succeeded).
+        """
+        inits = list(self._inits.values())
+        if inits:
+            await asyncio.wait(inits)
+        flushes = [self.flush(session) for session, buffer in self._buffers.items() if buffer]
+        results = await asyncio.gather(*flushes, return_exceptions=True)
+        errors = [result for result in results if isinstance(result, Exception)]
+        chains = list(self._chains.values())
+        if chains:
+            await asyncio.wait(chains)
+        failure = ExceptionGroup(f"{self._backend.name} dispose failed", errors) if errors else None
+        try:
+            await self._backend.close()
+        except Exception as error:
+            if failure is None:
+                raise
+            failure.add_note(f"closing the backend failed too: {error!r}")
+        if failure is not None:
+            raise failure

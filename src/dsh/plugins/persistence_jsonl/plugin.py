@@ -1,0 +1,171 @@
+"""SessionPersistenceJsonl: one append-only ``.jsonl`` file per session (SPEC §4b)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh.core.persistence import (
+    MISSING,
+    CoordinatedPersistence,
+    PersistenceError,
+    StoredPrefix,
+    escape_lone_surrogates,
+)
+from dsh.core.session import SessionEvent, SessionHeader, header_line, session_event_line
+from dsh.kernel import Context
+from dsh.plugins.persistence_jsonl.files import (
+    append_durably,
+    exists,
+    fsync_dir,
+    make_private_dirs,
+    publish_new_file,
+    read_first_line,
+    read_if_exists,
+    remove_durably,
+    truncate_durably,
+)
+from dsh.plugins.persistence_jsonl.layout import LOG_SUFFIX, encode_segment, log_path
+from dsh.plugins.persistence_jsonl.scan import parse_header_line, scan_log
+
+
+class JsonlConfig(BaseModel):
+    """``root``: the directory holding the session logs (required; made absolute once)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    root: str = Field(min_length=1)
+
+
+def _encode_lines(lines: Iterable[str]) -> bytes:
+    return b"".join(escape_lone_surrogates(line).encode("utf-8") + b"\n" for line in lines)
+
+
+def _event_lines(events: Iterable[SessionEvent]) -> bytes:
+    return _encode_lines(session_event_line(event) for event in events)
+
+
+class SessionPersistenceJsonl(CoordinatedPersistence):
+    """The JSONL ``session_persistence`` plugin (``root`` config, ``inject = ["sessions"]``).
+
+    Layout and line format: :mod:`dsh.plugins.persistence_jsonl.layout` and SPEC §4b.
+    Files appear on the first non-empty append (lazy materialization), atomically; an
+    append writes one batch with one write and one fsync and is rolled back by
+    truncation if it fails. File I/O is blocking and runs inline: each hook does a
+    handful of short system calls. OS failures are raised as
+    :class:`~dsh.core.persistence.PersistenceError` (code ``STORAGE_IO``, the
+    ``OSError`` as ``__cause__``).
+    """
+
+    name = "session-persistence-jsonl"
+    inject = ("sessions",)
+    Config = JsonlConfig
+
+    def __init__(self, ctx: Context, config: JsonlConfig) -> None:
+        self.root = os.path.abspath(config.root)
+        super().__init__(ctx)
+
+    @contextmanager
+    def _storage(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as error:
+            raise PersistenceError(
+                f"{action} failed: {error} (check that {self.root} is a writable directory on a disk with free space)",
+                "STORAGE_IO",
+                error,
+            ) from error
+
+    def _buckets(self) -> list[str]:
+        """The bucket directories under the root, sorted; none when the root does not exist."""
+        try:
+            with os.scandir(self.root) as entries:
+                return sorted(entry.path for entry in entries if entry.is_dir())
+        except FileNotFoundError:
+            return []
+
+    def _find(self, id: str) -> str | None:
+        name = encode_segment(id) + LOG_SUFFIX
+        for bucket in self._buckets():
+            path = os.path.join(bucket, name)
+            if exists(path):
+                return path
+        return None
+
+    @staticmethod
+    def _prefix(data: bytes) -> StoredPrefix:
+        scan = scan_log(data)
+        marker = scan.committed_bytes if scan.committed_bytes < len(data) else MISSING
+        return StoredPrefix(scan.meta, scan.events, marker)
+
+    # ------------------------------------------------------------------ storage hooks
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        with self._storage(f'reading session "{id}"'):
+            path = self._find(id)
+            data = None if path is None else read_if_exists(path)
+        return None if data is None else self._prefix(data)
+
+    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        with self._storage(f'reading session "{id}"'):
+            data = read_if_exists(log_path(self.root, cwd, id))
+        return None if data is None else self._prefix(data)
+
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        id = meta["id"]
+        path = log_path(self.root, meta.get("cwd"), id)
+        data = _event_lines(events)
+        with self._storage(f'writing session "{id}"'):
+            if materialized:
+                append_durably(path, data)
+            else:
+                self._materialize(id, path, _encode_lines([header_line(meta)]) + data)
+
+    def _materialize(self, id: str, path: str, data: bytes) -> None:
+        make_private_dirs(self.root)
+        fsync_dir(os.path.dirname(self.root))
+        make_private_dirs(os.path.dirname(path))
+        fsync_dir(self.root)
+        if exists(path):
+            raise PersistenceError(
+                f'refusing to materialize "{id}": a log already exists on disk (load/resume it instead)',
+                "SESSION_EXISTS",
+            )
+        publish_new_file(path, data)
+
+    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
+        id = meta["id"]
+        path = log_path(self.root, meta.get("cwd"), id)
+        with self._storage(f'repairing session "{id}"'):
+            if torn_marker is not MISSING:
+                truncate_durably(path, cast(int, torn_marker))
+            if closers:
+                append_durably(path, _event_lines(closers))
+
+    async def delete_stored(self, id: str) -> None:
+        with self._storage(f'deleting session "{id}"'):
+            path = self._find(id)
+            if path is not None:
+                remove_durably(path)
+
+    async def list(self) -> builtins.list[SessionHeader]:
+        headers: builtins.list[SessionHeader] = []
+        with self._storage("listing sessions"):
+            for bucket in self._buckets():
+                with os.scandir(bucket) as entries:
+                    paths = sorted(
+                        entry.path for entry in entries if entry.name.endswith(LOG_SUFFIX) and entry.is_file()
+                    )
+                for path in paths:
+                    line = read_first_line(path)
+                    if line is None:
+                        continue
+                    try:
+                        headers.append(parse_header_line(line))
+                    except PersistenceError:
+                        continue
+        return headers

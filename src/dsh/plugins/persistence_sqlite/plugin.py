@@ -1,0 +1,177 @@
+"""SessionPersistenceSqlite: one row per event in a SQLite database (SPEC §4c)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh.core.persistence import (
+    MISSING,
+    CoordinatedPersistence,
+    PersistenceError,
+    StoredPrefix,
+    escape_lone_surrogates,
+)
+from dsh.core.session import SessionEvent, SessionHeader, dumps_json
+from dsh.kernel import Context
+from dsh.plugins.persistence_sqlite.scan import scan_rows
+from dsh.plugins.persistence_sqlite.schema import open_database
+
+MEMORY_PATH = ":memory:"
+
+_INSERT_EVENT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)"
+_UPSERT_SESSION = (
+    "INSERT INTO sessions (id, version, created_at, cwd, parent_session) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT(id) DO UPDATE SET version = excluded.version, created_at = excluded.created_at, "
+    "cwd = excluded.cwd, parent_session = excluded.parent_session"
+)
+
+
+class SqliteConfig(BaseModel):
+    """``path``: the database file (made absolute, parents created 0700), or ``":memory:"``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1)
+
+
+def _header(id: str, version: int, created_at: int, cwd: str | None, parent: str | None) -> SessionHeader:
+    header: SessionHeader = {"version": version, "id": id, "createdAt": created_at}
+    if cwd is not None:
+        header["cwd"] = cwd
+    if parent is not None:
+        header["parentSession"] = parent
+    return header
+
+
+def _rows(id: str, events: Sequence[SessionEvent]) -> list[tuple[str, int, str, int, str]]:
+    return [
+        (id, event["seq"], event["type"], event["time"], escape_lone_surrogates(dumps_json(event["data"])))
+        for event in events
+    ]
+
+
+class SessionPersistenceSqlite(CoordinatedPersistence):
+    """The SQLite ``session_persistence`` plugin (``path`` config, ``inject = ["sessions"]``).
+
+    The database is opened in the constructor, so a bad path or an incompatible schema
+    fails the plugin load. Every batch is one transaction (all rows or none).
+    sqlite3 calls are blocking and run inline on the event loop: each is a short
+    local transaction (another process holding the write lock can stall one for up to
+    sqlite3's 5 s busy timeout). Driver failures are raised as
+    :class:`~dsh.core.persistence.PersistenceError` (code ``STORAGE_IO``, the
+    ``sqlite3.Error`` as ``__cause__``).
+    """
+
+    name = "session-persistence-sqlite"
+    inject = ("sessions",)
+    Config = SqliteConfig
+
+    def __init__(self, ctx: Context, config: SqliteConfig) -> None:
+        path = config.path
+        if path != MEMORY_PATH:
+            path = os.path.abspath(path)
+            try:
+                _make_private_parents(path)
+            except OSError as error:
+                raise PersistenceError(
+                    f'cannot create the directory of the session database "{path}": {error} '
+                    "(choose a path whose parent can be a directory)",
+                    "STORAGE_IO",
+                    error,
+                ) from error
+        self.path = path
+        self.db = open_database(path)
+        try:
+            super().__init__(ctx)
+        except BaseException:
+            self.db.close()
+            raise
+
+    @contextmanager
+    def _storage(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise PersistenceError(
+                f'{action} failed: {error} (check the session database at "{self.path}")', "STORAGE_IO", error
+            ) from error
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed on success, rolled back on any failure."""
+        with self._storage(action):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+                self.db.commit()
+            except BaseException:
+                self.db.rollback()
+                raise
+
+    def _read(self, id: str) -> StoredPrefix | None:
+        with self._storage(f'reading session "{id}"'):
+            row = self.db.execute(
+                "SELECT version, created_at, cwd, parent_session FROM sessions WHERE id = ?", (id,)
+            ).fetchone()
+            if row is None:
+                return None
+            rows = self.db.execute(
+                "SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq", (id,)
+            ).fetchall()
+        scan = scan_rows(rows)
+        return StoredPrefix(_header(id, *row), scan.preserved, scan.torn_from)
+
+    # ------------------------------------------------------------------ storage hooks
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        return self._read(id)
+
+    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        return self._read(id)
+
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        id = meta["id"]
+        with self._transaction(f'writing session "{id}"') as db:
+            if not materialized:
+                db.execute(
+                    _UPSERT_SESSION,
+                    (id, meta["version"], meta["createdAt"], meta.get("cwd"), meta.get("parentSession")),
+                )
+            db.executemany(_INSERT_EVENT, _rows(id, events))
+
+    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
+        id = meta["id"]
+        with self._transaction(f'repairing session "{id}"') as db:
+            if torn_marker is not MISSING:
+                db.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (id, cast(int, torn_marker)))
+            db.executemany(_INSERT_EVENT, _rows(id, closers))
+
+    async def delete_stored(self, id: str) -> None:
+        with self._storage(f'deleting session "{id}"'):
+            self.db.execute("DELETE FROM sessions WHERE id = ?", (id,))
+
+    async def list(self) -> builtins.list[SessionHeader]:
+        with self._storage("listing sessions"):
+            rows = self.db.execute(
+                "SELECT id, version, created_at, cwd, parent_session FROM sessions ORDER BY rowid"
+            ).fetchall()
+        return [_header(*row) for row in rows]
+
+    async def close(self) -> None:
+        self.db.close()
+
+
+def _make_private_parents(path: str) -> None:
+    parent = os.path.dirname(path)
+    missing: builtins.list[str] = []
+    while not os.path.isdir(parent):
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    for directory in reversed(missing):
+        os.mkdir(directory, 0o700)

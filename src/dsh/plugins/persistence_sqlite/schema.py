@@ -1,0 +1,78 @@
+"""The SQLite schema of the session database (SPEC §4c) and opening it.
+
+``sessions`` holds one row per *materialized* session (written with its first
+events); ``events`` one row per event, ``data`` being the event's ``data`` as compact
+JSON. Both tables are STRICT (SQLite 3.37 or newer). ``PRAGMA user_version`` stamps
+the schema version; a database stamped by another build is refused, never migrated.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from dsh.core.persistence import PersistenceError
+
+SCHEMA_VERSION = 2
+
+_SCHEMA = f"""
+BEGIN;
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY,
+  version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  cwd TEXT,
+  parent_session TEXT
+) STRICT;
+CREATE TABLE IF NOT EXISTS events (
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (session_id, seq)
+) STRICT;
+PRAGMA user_version = {SCHEMA_VERSION};
+COMMIT;
+"""
+
+
+def open_database(path: str) -> sqlite3.Connection:
+    """Open (creating if needed) the session database at ``path`` (``":memory:"`` allowed).
+
+    The connection is in autocommit mode (callers open their own transactions), with
+    foreign keys on and WAL journaling. A fresh database (``user_version`` 0) gets the
+    schema and is stamped :data:`SCHEMA_VERSION`. Raises :class:`PersistenceError`
+    (``SCHEMA_VERSION``) for a database of another schema version and
+    (``STORAGE_IO``) when the file cannot be opened as a database; nothing stays open
+    on failure.
+    """
+    try:
+        db = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as error:
+        raise _open_failed(path, error) from error
+    try:
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA journal_mode = WAL")
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        if version not in (0, SCHEMA_VERSION):
+            raise PersistenceError(
+                f'session database at "{path}" has schema version {version}, '
+                f"incompatible with this build ({SCHEMA_VERSION})",
+                "SCHEMA_VERSION",
+            )
+        db.executescript(_SCHEMA)
+    except BaseException as error:
+        db.close()
+        if isinstance(error, sqlite3.Error):
+            raise _open_failed(path, error) from error
+        raise
+    return db
+
+
+def _open_failed(path: str, error: sqlite3.Error) -> PersistenceError:
+    return PersistenceError(
+        f'cannot open the session database at "{path}": {error} '
+        "(point the path at a writable location holding a dsh session database, or at a new file)",
+        "STORAGE_IO",
+        error,
+    )

@@ -1,0 +1,418 @@
+"""SessionPersistence service, shared helpers and coordinator edges (SPEC §4.6, §4.3)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+from dsh.core.persistence import (
+    MISSING,
+    SESSION_PERSISTENCE,
+    LoadedSession,
+    MemoryPersistence,
+    MemoryStorage,
+    PersistenceError,
+    SessionPersistence,
+    StoredPrefix,
+    assert_serializable,
+    escape_lone_surrogates,
+    seed_covers_prefix,
+)
+from dsh.core.session import (
+    SESSION_CREATED,
+    SESSION_EVENT,
+    SESSION_FLUSH,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    SessionStore,
+    dumps_json,
+)
+from dsh.kernel import Context, KernelError
+from tests.core.persistence.helpers import CWD, BackendKit, Rig, meta, one_user_turn, replay, seqs, texts
+from tests.core.session.helpers import event, one_turn_log, user_message
+
+
+@pytest.fixture
+def storage() -> MemoryStorage:
+    return MemoryStorage()
+
+
+@pytest.fixture
+async def rig(storage: MemoryStorage) -> AsyncIterator[Rig]:
+    rig = await Rig(BackendKit("memory", MemoryPersistence, {"store": storage})).start()
+    yield rig
+    await rig.close()
+
+
+class FlakyMemory(MemoryPersistence):
+    """Memory storage whose next ``failures`` batch appends fail (storage failure injection)."""
+
+    failures = 0
+
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        if FlakyMemory.failures:
+            FlakyMemory.failures -= 1
+            raise PersistenceError("disk full", "STORAGE_IO")
+        await super().append_batch(meta, events, materialized)
+
+
+class GatedMemory(MemoryPersistence):
+    """Memory storage whose batch appends wait for ``gate`` (a slow disk)."""
+
+    gate: asyncio.Event
+
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        await GatedMemory.gate.wait()
+        await super().append_batch(meta, events, materialized)
+
+
+class ClosingFails(MemoryPersistence):
+    """Memory storage whose teardown fails."""
+
+    closed = 0
+
+    async def close(self) -> None:
+        ClosingFails.closed += 1
+        raise PersistenceError("close exploded", "STORAGE_IO")
+
+
+@pytest.fixture(autouse=True)
+def _reset_injected_failures() -> None:
+    FlakyMemory.failures = 0
+    ClosingFails.closed = 0
+
+
+# --- describe "SessionPersistence service registration"
+async def test_registers_as_ctx_session_persistence_and_is_removed_on_fiber_dispose_hmr_safety(
+    rig: Rig,
+) -> None:
+    """registers as ctx.sessionPersistence and is removed on fiber dispose (HMR safety)"""
+    before = {event.name: rig.ctx.listener_count(event) for event in (SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH)}
+    await rig.mount()
+    service = rig.ctx.get(SESSION_PERSISTENCE)
+    assert isinstance(service, SessionPersistence)
+    assert isinstance(service, MemoryPersistence)
+    for descriptor in (SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH):
+        assert rig.ctx.listener_count(descriptor) == before[descriptor.name] + 1
+    fiber = rig.fiber
+    assert fiber is not None
+    await rig.unmount()
+    assert rig.ctx.get(SESSION_PERSISTENCE) is None
+    for descriptor in (SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH):
+        assert rig.ctx.listener_count(descriptor) == before[descriptor.name]
+    assert fiber.effect_count == 0
+    assert fiber.task_count == 0
+
+
+async def test_round_trips_through_the_registered_service_instance(rig: Rig) -> None:
+    """round-trips through the registered service instance"""
+    await rig.mount()
+    persistence = rig.ctx[SESSION_PERSISTENCE]
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_turn_log())
+    loaded = await persistence.load("s1")
+    assert isinstance(loaded, LoadedSession)
+    assert loaded.meta == meta("s1", CWD)
+    assert texts(loaded.events) == texts(one_turn_log())
+    assert await persistence.has("s1") is True
+    assert await persistence.list() == [meta("s1", CWD)]
+
+
+async def test_a_second_backend_is_refused_without_leaving_anything_behind_and_the_key_stays_reusable(
+    rig: Rig, storage: MemoryStorage
+) -> None:
+    """(rollback) a second backend is refused, leaves no listener behind, and the key is reusable afterwards"""
+    first = await rig.mount()
+    count = rig.ctx.listener_count(SESSION_EVENT)
+    with pytest.raises(KernelError, match=r'service "session_persistence" is already provided'):
+        await rig.ctx.plugin(MemoryPersistence, {"store": storage})
+    assert rig.ctx.listener_count(SESSION_EVENT) == count
+    assert rig.ctx.get(SESSION_PERSISTENCE) == first
+    await rig.unmount()
+    second = await rig.mount()
+    await second.create(meta("s1"))
+    await second.append("s1", one_user_turn())
+    assert await second.has("s1") is True
+
+
+# --- describe "shared persistence helpers"
+def test_accepts_a_seed_that_reproduces_the_persisted_prefix_exactly() -> None:
+    """accepts a seed that reproduces the persisted prefix exactly"""
+    log = one_turn_log()
+    assert seed_covers_prefix(log, log[:3]) is True
+    assert seed_covers_prefix(log, log) is True
+    assert seed_covers_prefix(log, []) is True
+    assert seed_covers_prefix([], []) is True
+
+
+def test_rejects_a_prefix_longer_than_the_seed() -> None:
+    """rejects a prefix longer than the seed"""
+    log = one_turn_log()
+    assert seed_covers_prefix(log[:2], log[:3]) is False
+
+
+def test_rejects_a_same_envelope_event_with_mutated_data() -> None:
+    """rejects a same-envelope event with mutated data"""
+    stored = one_turn_log()
+    seed = one_turn_log()
+    seed[1]["data"]["content"][0]["text"] = "mutated"
+    assert seed_covers_prefix(seed, stored[:1]) is True
+    assert seed_covers_prefix(seed, stored[:2]) is False
+
+
+def test_a_reordered_payload_does_not_cover_the_prefix() -> None:
+    """(key order is part of the serialized text seedCoversPrefix compares)"""
+    stored = [event("step/start", 0, {"turn": 1, "step": 1})]
+    seed = [event("step/start", 0, {"step": 1, "turn": 1})]
+    assert seed_covers_prefix(seed, stored) is False
+
+
+def test_accepts_json_serializable_event_data() -> None:
+    """accepts JSON-serializable event data"""
+    assert_serializable(one_turn_log())
+    assert_serializable([event("x/custom", 0, {"n": None, "b": True, "f": 1.5, "nested": [[{"k": []}]]})])
+    assert_serializable([])
+
+
+def test_rejects_non_json_serializable_event_data_with_type_and_seq_context() -> None:
+    """rejects non-JSON-serializable event data with type and seq context"""
+    bad = event("user/message", 0, {"content": {1, 2}})
+    with pytest.raises(PersistenceError, match=r'"user/message".*seq 0') as raised:
+        assert_serializable([bad])
+    assert raised.value.code == "NOT_SERIALIZABLE"
+    later = [*one_turn_log(), event("usage", 6, {"usage": float("nan")})]
+    with pytest.raises(PersistenceError, match=r'event "usage" carries non-JSON-serializable data \(seq 6\)'):
+        assert_serializable(later)
+
+
+def test_the_absent_torn_marker_is_a_named_sentinel_distinct_from_zero() -> None:
+    """(StoredPrefix.torn_marker tests presence, not truthiness)"""
+    assert repr(MISSING) == "MISSING"
+    header = meta("s")
+    assert StoredPrefix(header, []).torn_marker is MISSING
+    assert StoredPrefix(header, [], 0).torn_marker is not MISSING
+
+
+def test_escape_lone_surrogates_makes_json_text_utf8_encodable() -> None:
+    """(storage text is valid UTF-8 even for lone surrogates, as JSON.stringify writes them)"""
+    text = dumps_json({"t": "a\ud800b\udfffc", "ok": "é😀"})
+    escaped = escape_lone_surrogates(text)
+    assert escaped == '{"t":"a\\ud800b\\udfffc","ok":"é😀"}'
+    escaped.encode("utf-8")
+    assert escape_lone_surrogates(escaped) == escaped
+
+
+# --- coordinator edges
+async def test_operations_on_one_id_run_in_call_order_and_a_failure_does_not_poison_the_chain(
+    rig: Rig,
+) -> None:
+    """(per-id serialization: call order, isolated failures)"""
+    persistence = await rig.mount()
+    created = persistence.create(meta("s1"))
+    duplicate = persistence.create(meta("s1"))
+    first = persistence.append("s1", one_user_turn())
+    gap = persistence.append("s1", one_user_turn())
+    loaded = persistence.load("s1")
+    await created
+    with pytest.raises(PersistenceError, match=r"already exists in this backend"):
+        await duplicate
+    await first
+    with pytest.raises(PersistenceError, match=r"seq mismatch"):
+        await gap
+    assert seqs((await loaded).events) == [0, 1, 2]
+
+
+async def test_cancelling_a_caller_does_not_cancel_its_write(rig: Rig, storage: MemoryStorage) -> None:
+    """(an awaited write keeps going when its awaiter is cancelled)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1"))
+
+    async def caller() -> None:
+        await persistence.append("s1", one_user_turn())
+
+    task = asyncio.ensure_future(caller())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    loaded = await persistence.load("s1")
+    assert seqs(loaded.events) == [0, 1, 2]
+    assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
+
+
+async def test_dispose_waits_for_operations_still_in_flight(rig: Rig, storage: MemoryStorage) -> None:
+    """(the dispose drain settles every chain before closing)"""
+    GatedMemory.gate = asyncio.Event()
+    rig.kit.plugin = GatedMemory
+    persistence = await rig.mount()
+    await persistence.create(meta("s1"))
+    pending = persistence.append("s1", one_user_turn())
+    unmounting = asyncio.ensure_future(rig.unmount())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not unmounting.done()
+    assert "s1" not in storage.logs
+    GatedMemory.gate.set()
+    await unmounting
+    assert pending.done()
+    await pending
+    assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
+
+
+async def test_flushing_a_session_the_backend_never_saw_is_a_no_op(rig: Rig, storage: MemoryStorage) -> None:
+    """(flush without an adoption and without buffered events writes nothing)"""
+    await rig.mount()
+    await rig.backend.coordinator.flush(Session("stranger"))
+    assert storage.logs == {}
+
+
+async def test_flush_skips_buffered_events_that_storage_already_holds(rig: Rig, storage: MemoryStorage) -> None:
+    """(events persisted meanwhile through append are not written twice)"""
+    persistence = await rig.mount()
+    _fiber, session = await rig.live("s1")
+    replay(session, one_user_turn())
+    await rig.flush(session)
+    replay(session, one_user_turn(turn=2, start=3))
+    await persistence.append("s1", list(session.events[3:]))
+    await rig.flush(session)
+    await rig.flush(session)
+    assert seqs(storage.logs["s1"][1]) == [0, 1, 2, 3, 4, 5]
+
+
+async def test_a_failed_adoption_is_logged_and_the_session_is_not_persisted(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """(an init failure is reported through the logger, then again to every flush)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_user_turn())
+    await persistence.load("s1")
+    caplog.set_level(logging.WARNING)
+    _fiber, intruder = await rig.live("s1")
+    with pytest.raises(PersistenceError, match=r"id collision"):
+        await rig.init(intruder)
+    await asyncio.sleep(0)
+    assert 'session "s1" is not persisted' in caplog.text
+
+
+async def test_a_claim_is_refused_when_the_persisted_log_vanished_from_storage(
+    rig: Rig, storage: MemoryStorage
+) -> None:
+    """(ownerless state whose stored log was removed behind the backend's back)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_user_turn())
+    await persistence.load("s1")
+    del storage.logs["s1"]
+    _fiber, session = await rig.live("s1", seed=one_user_turn())
+    with pytest.raises(PersistenceError, match=r"already persisted with 3 event\(s\) that do not match"):
+        await rig.init(session)
+
+
+async def test_a_materialized_id_of_a_disposed_live_session_is_not_reclaimed(rig: Rig) -> None:
+    """(a detached owner that already wrote its log keeps the id bound)"""
+    await rig.mount()
+    first_fiber, first = await rig.live("s1")
+    replay(first, one_user_turn())
+    await rig.flush(first)
+    await first_fiber.dispose()
+    _fiber, second = await rig.live("s1")
+    with pytest.raises(PersistenceError, match=r"already bound to a different live session"):
+        await rig.init(second)
+
+
+async def test_a_flush_failure_keeps_the_buffer_and_a_retry_persists_it(rig: Rig, storage: MemoryStorage) -> None:
+    """(flush keeps buffered events when the append fails)"""
+    rig.kit.plugin = FlakyMemory
+    await rig.mount()
+    _fiber, session = await rig.live("s1")
+    replay(session, one_user_turn())
+    FlakyMemory.failures = 1
+    with pytest.raises(PersistenceError, match=r"disk full"):
+        await rig.flush(session)
+    assert "s1" not in storage.logs
+    await rig.flush(session)
+    assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
+
+
+async def test_dispose_reports_every_failed_drain_as_one_group_and_still_closes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """(AggregateError: "<backend.name> dispose failed"; close runs anyway; its failure is noted)"""
+    rig = await Rig(BackendKit("memory", FlakyMemory, {})).start()
+    rig.kit.plugin = type("FlakyClosing", (FlakyMemory, ClosingFails), {})
+    await rig.mount()
+    _one_fiber, one = await rig.live("one")
+    _two_fiber, two = await rig.live("two")
+    replay(one, one_user_turn())
+    replay(two, one_user_turn())
+    FlakyMemory.failures = 2
+    ClosingFails.closed = 0
+    with caplog.at_level(logging.ERROR):
+        await rig.unmount()
+    assert ClosingFails.closed == 1
+    assert "session-persistence-memory dispose failed" in caplog.text
+    group = next(
+        record.exc_info[1]
+        for record in caplog.records
+        if record.exc_info is not None and isinstance(record.exc_info[1], ExceptionGroup)
+    )
+    assert isinstance(group, ExceptionGroup)
+    assert [str(error) for error in group.exceptions] == ["disk full", "disk full"]
+    assert any("close exploded" in note for note in group.__notes__)
+    await rig.close()
+
+
+async def test_a_close_failure_after_a_clean_drain_is_raised(caplog: pytest.LogCaptureFixture) -> None:
+    """(a close error surfaces when nothing else failed)"""
+    rig = await Rig(BackendKit("memory", ClosingFails, {})).start()
+    await rig.mount()
+    ClosingFails.closed = 0
+    with caplog.at_level(logging.ERROR):
+        await rig.unmount()
+    assert ClosingFails.closed == 1
+    assert "close exploded" in caplog.text
+    await rig.close()
+
+
+async def test_two_memory_instances_sharing_storage_never_overwrite_each_others_logs(
+    storage: MemoryStorage,
+) -> None:
+    """(materializing an id another instance stored meanwhile is refused)"""
+    left, right = Context(), Context()
+    try:
+        for ctx in (left, right):
+            await ctx.plugin(SessionStore)
+            await ctx.plugin(MemoryPersistence, {"store": storage})
+        await left[SESSION_PERSISTENCE].create(meta("s1"))
+        await right[SESSION_PERSISTENCE].create(meta("s1"))
+        await left[SESSION_PERSISTENCE].append("s1", one_user_turn())
+        with pytest.raises(PersistenceError, match=r'refusing to materialize "s1"'):
+            await right[SESSION_PERSISTENCE].append("s1", one_user_turn())
+        assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
+        assert await right[SESSION_PERSISTENCE].has("s1") is True
+    finally:
+        await left.dispose()
+        await right.dispose()
+
+
+async def test_memory_storage_shares_no_objects_with_callers(rig: Rig, storage: MemoryStorage) -> None:
+    """(what is stored and what is returned are copies)"""
+    persistence = await rig.mount()
+    header = meta("s1")
+    await persistence.create(header)
+    await persistence.append("s1", [event("user/message", 0, user_message("kept"))])
+    header["id"] = "changed"
+    loaded = await persistence.load("s1")
+    loaded.events[0]["data"]["content"][0]["text"] = "changed"
+    loaded.meta["createdAt"] = 0
+    again = await persistence.load("s1")
+    assert again.events[0]["data"]["content"][0]["text"] == "kept"
+    assert again.meta == meta("s1")
+    listed = await persistence.list()
+    listed[0]["id"] = "changed"
+    assert storage.logs["s1"][0]["id"] == "s1"
