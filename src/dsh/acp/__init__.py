@@ -1,0 +1,95 @@
+"""``dsh.acp``: serve dsh to editors over the Agent Client Protocol (SPEC §14).
+
+This package is the ``acp`` plugin (``name``, ``inject``, ``Config``, ``apply``; load
+it as ``dsh.acp``) and its entry points :func:`run_acp` / :func:`serve_stdio`:
+
+* :mod:`.bridge` — :class:`AcpBridge`: sessions, prompts, settlement, teardown;
+* :mod:`.stream` — session events → ``session/update`` (pure), tool presentation;
+* :mod:`.codec` — prompt text, stop reasons, content mapping (pure);
+* :mod:`.jsonrpc` — the newline-delimited JSON-RPC 2.0 connection (one ordered writer);
+* :mod:`.transport` — in-memory and stdio line transports.
+"""
+
+from dsh.acp.bridge import DISPOSED_MESSAGE, PROTOCOL_VERSION, AcpBridge, Inflight, SessionRecord
+from dsh.acp.codec import (
+    StopReason,
+    acp_prompt_to_text,
+    harness_block_to_acp_content,
+    prompt_has_unsupported_content,
+    turn_end_to_stop_reason,
+)
+from dsh.acp.config import DEFAULT_AGENT_NAME, DEFAULT_AGENT_VERSION, Config, agent_options
+from dsh.acp.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    JsonRpcConnection,
+    RequestError,
+    encode_frame,
+    unexpected_error,
+)
+from dsh.acp.plugin import apply, inject, name, run_acp, serve_stdio
+from dsh.acp.stream import (
+    NO_TERMINAL,
+    NULL_PRESENTER,
+    NullToolPresenter,
+    Presenter,
+    TerminalContext,
+    ToolCallView,
+    ToolPresenter,
+    ToolResultView,
+    parse_arguments,
+    stream_session_event_update,
+    terminal_cwd,
+    tool_kind_for,
+)
+from dsh.acp.transport import LineTransport, MemoryTransport, StdioTransport, memory_transport_pair
+
+__all__ = [
+    "DEFAULT_AGENT_NAME",
+    "DEFAULT_AGENT_VERSION",
+    "DISPOSED_MESSAGE",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "NO_TERMINAL",
+    "NULL_PRESENTER",
+    "PARSE_ERROR",
+    "PROTOCOL_VERSION",
+    "AcpBridge",
+    "Config",
+    "Inflight",
+    "JsonRpcConnection",
+    "LineTransport",
+    "MemoryTransport",
+    "NullToolPresenter",
+    "Presenter",
+    "RequestError",
+    "SessionRecord",
+    "StdioTransport",
+    "StopReason",
+    "TerminalContext",
+    "ToolCallView",
+    "ToolPresenter",
+    "ToolResultView",
+    "acp_prompt_to_text",
+    "agent_options",
+    "apply",
+    "encode_frame",
+    "harness_block_to_acp_content",
+    "inject",
+    "memory_transport_pair",
+    "name",
+    "parse_arguments",
+    "prompt_has_unsupported_content",
+    "run_acp",
+    "serve_stdio",
+    "stream_session_event_update",
+    "terminal_cwd",
+    "tool_kind_for",
+    "turn_end_to_stop_reason",
+    "unexpected_error",
+]

@@ -1,0 +1,443 @@
+"""The ACP bridge: one client connection serving N independent dsh sessions (SPEC §14.2-14.6).
+
+Each ACP session is one agent created through the ``agents`` registry (so any loop
+that fills the factory seam works) and one record here: the agent, its tool
+presenter, the terminal capability snapshotted when the session was opened, and at
+most one in-flight prompt.
+
+**Ownership.** Each agent is created through a small child fiber of the bridge
+(``acp-session``): disposing the bridge fiber disposes those children, which
+unregisters and stops the agents (caller attribution, SPEC §1.2); a session/load
+that must be abandoned disposes just its own child.
+
+**Prompt settlement** (exactly once): the prompt installs its in-flight marker
+(with the log length as a watermark) before ``agent.send``; the first
+message-triggered ``turn/start`` after that is the owning turn, and its
+``turn/end`` settles the prompt (an ``error`` end rejects it with ``Internal error:
+turn failed: <message>``). If a peer ``session/event`` listener starves the bridge of
+those events, ``agent/status`` idle/disposed reconciles from the log. ``session/cancel``
+settles ``cancelled`` at once, so the cancelled turn's late end is ignored.
+
+**Teardown** (:meth:`AcpBridge.quiesce`, memoized, shared by client disconnect and
+fiber disposal): no new work is accepted, every pending prompt settles
+``cancelled``, every step in flight is aborted, and the agents are awaited idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os.path
+import uuid
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from dsh.acp.codec import StopReason, acp_prompt_to_text, prompt_has_unsupported_content, turn_end_to_stop_reason
+from dsh.acp.config import Config, agent_options
+from dsh.acp.jsonrpc import JsonRpcConnection, RequestError
+from dsh.acp.params import (
+    AuthenticateParams,
+    CancelParams,
+    InitializeParams,
+    LoadSessionParams,
+    NewSessionParams,
+    PromptParams,
+)
+from dsh.acp.stream import TerminalContext, ToolPresenter, stream_session_event_update
+from dsh.acp.transport import LineTransport
+from dsh.core.agent import (
+    AGENT_STATUS,
+    AGENTS,
+    Agent,
+    AgentRegistry,
+    AgentStatus,
+    CreateAgentOptions,
+    ResumeAgentOptions,
+)
+from dsh.core.persistence import SESSION_PERSISTENCE
+from dsh.core.session import SESSION_EVENT, Session, SessionEvent
+from dsh.core.tools import TOOLS
+from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
+
+PROTOCOL_VERSION: Final = 1
+"""The ACP protocol version the bridge speaks (and answers to any client)."""
+
+DISPOSED_MESSAGE: Final = "the ACP bridge has been disposed"
+UNSUPPORTED_CONTENT_MESSAGE: Final = (
+    "only text and resource_link prompt content is supported; "
+    "image/audio/embedded resource blocks are rejected rather than silently dropped"
+)
+
+
+@dataclass
+class Inflight:
+    """The one prompt a session is running: its answer, its owning turn once seen, the log watermark."""
+
+    answer: asyncio.Future[StopReason]
+    log_watermark: int
+    turn: int | None = None
+
+
+@dataclass
+class SessionRecord:
+    """One live ACP session; ``owner`` is the child fiber its agent belongs to."""
+
+    session_id: str
+    agent: Agent
+    presenter: ToolPresenter
+    terminal_enabled: bool
+    owner: Fiber
+    inflight: Inflight | None = field(default=None)
+
+
+def _hold(ctx: Context, config: object) -> None:
+    """``apply`` of an ``acp-session`` fiber: it only owns what is created through it."""
+
+
+def _is_message_turn(event: SessionEvent) -> bool:
+    data = event["data"]
+    return event["type"] == "turn/start" and data.get("trigger", {}).get("kind") == "message"
+
+
+def _first_message_turn(events: Sequence[SessionEvent], start: int) -> int | None:
+    for event in events[start:]:
+        if _is_message_turn(event):
+            turn: int = event["data"]["turn"]
+            return turn
+    return None
+
+
+def _turn_end(events: Sequence[SessionEvent], turn: int) -> Mapping[str, Any] | None:
+    for event in reversed(events):
+        if event["type"] == "turn/end" and event["data"]["turn"] == turn:
+            reason: Mapping[str, Any] = event["data"]["reason"]
+            return reason
+    return None
+
+
+def _check_header_cwd(session_id: str, persisted: str | None, requested: str) -> None:
+    """Refuse a load whose persisted workspace is unknown or differs from the requested one."""
+    if not isinstance(persisted, str) or not os.path.isabs(persisted):
+        raise RequestError.invalid_params(
+            f"session {session_id} has no absolute persisted cwd; cannot determine its workspace "
+            "(it predates per-session cwd, or was created without one)"
+        )
+    if os.path.normpath(persisted) != os.path.normpath(requested):
+        raise RequestError.invalid_params(
+            f"session {session_id} cwd mismatch: persisted {persisted}, requested {requested}"
+        )
+
+
+class AcpBridge:
+    """The bridge behind the ``acp`` plugin; built by ``apply`` (see the module docstring).
+
+    ``ctx`` is the plugin's context: the services are captured from it once, and the
+    session listeners and the teardown effect are owned by its fiber.
+    """
+
+    def __init__(self, ctx: Context, config: Config, transport: LineTransport, *, owns_transport: bool = False) -> None:
+        self._ctx = ctx
+        self._config = config
+        self._agents: AgentRegistry = unwrap(ctx[AGENTS])
+        self._persistence = ctx[SESSION_PERSISTENCE]
+        self._tools = ctx[TOOLS]
+        self._logger = ctx.logger
+        self._sessions: dict[str, SessionRecord] = {}
+        self._loading: set[str] = set()
+        self._closed = False
+        self._terminal_output = False
+        self._quiesced: asyncio.Task[None] | None = None
+        self._owns_transport = owns_transport
+        self._connection = JsonRpcConnection(
+            transport,
+            requests={
+                "initialize": self.initialize,
+                "authenticate": self.authenticate,
+                "session/new": self.new_session,
+                "session/load": self.load_session,
+                "session/prompt": self.prompt,
+            },
+            notifications={"session/cancel": self.cancel},
+            logger=self._logger,
+            on_close=self.quiesce,
+        )
+        ctx.on(SESSION_EVENT, self._on_session_event)
+        ctx.on(AGENT_STATUS, self._on_agent_status)
+        ctx.effect(lambda: self._dispose, "acp bridge teardown")
+
+    def start(self) -> None:
+        """Begin serving the client; end of input runs :meth:`quiesce`."""
+        self._connection.start()
+
+    @property
+    def closed(self) -> bool:
+        """True once teardown began: no session is opened and no prompt accepted any more."""
+        return self._closed
+
+    @property
+    def session_ids(self) -> list[str]:
+        """The ids of the live ACP sessions, in opening order."""
+        return list(self._sessions)
+
+    async def wait_closed(self) -> None:
+        """Return once the client connection has ended (end of input) and its teardown has run."""
+        await self._connection.wait_closed()
+
+    def _notify(self, notification: dict[str, Any]) -> None:
+        """Best effort: a ``session/update`` that cannot be written is logged, never raised."""
+        try:
+            self._connection.notify("session/update", notification)
+        except Exception as error:
+            self._logger.warn("acp: session/update failed: %s", error)
+
+    def _warn(self, message: str) -> None:
+        self._logger.warn("%s", message)
+
+    # ------------------------------------------------------------------ guards
+    def _assert_open(self) -> None:
+        if self._closed:
+            raise RequestError.internal_error(DISPOSED_MESSAGE)
+
+    @staticmethod
+    def _check_workspace(params: NewSessionParams) -> None:
+        if not os.path.isabs(params.cwd):
+            raise RequestError.invalid_params(f"cwd must be an absolute path: {params.cwd}")
+        if params.additionalDirectories:
+            raise RequestError.invalid_params("additionalDirectories is not supported in this MVP")
+        if params.mcpServers:
+            raise RequestError.invalid_params("mcpServers is not supported in this MVP")
+
+    async def _open_owner(self) -> Fiber:
+        """A child fiber to own one session's agent (ready to use when this returns)."""
+        return await self._ctx.plugin(PluginSpec(name="acp-session", apply=_hold))
+
+    def _agents_for(self, owner: Fiber) -> AgentRegistry:
+        """The registry as seen by ``owner``: what it creates belongs to that fiber."""
+        return cast(AgentRegistry, ServiceHandle(self._agents, owner.ctx))
+
+    def _register(self, session_id: str, agent: Agent, owner: Fiber) -> SessionRecord:
+        record = SessionRecord(
+            session_id=session_id,
+            agent=agent,
+            presenter=ToolPresenter(self._tools, self._warn),
+            terminal_enabled=self._terminal_output,
+            owner=owner,
+        )
+        self._sessions[session_id] = record
+        return record
+
+    # ----------------------------------------------------------------- methods
+    async def initialize(self, raw: Any) -> dict[str, Any]:
+        """Negotiate version 1 and remember ``clientCapabilities._meta.terminal_output is true``."""
+        params = InitializeParams.model_validate(raw)
+        capabilities = params.clientCapabilities
+        meta = capabilities.meta if capabilities is not None else None
+        self._terminal_output = meta is not None and meta.get("terminal_output") is True
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentInfo": {"name": self._config.agent_name, "version": self._config.agent_version},
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+            },
+            "authMethods": [],
+        }
+
+    async def authenticate(self, raw: Any) -> dict[str, Any]:
+        """A no-op (no auth methods are advertised); answers ``{}``."""
+        AuthenticateParams.model_validate(raw)
+        return {}
+
+    async def new_session(self, raw: Any) -> dict[str, Any]:
+        """Open a session on a fresh agent whose session header cwd is the request's cwd."""
+        params = NewSessionParams.model_validate(raw)
+        self._assert_open()
+        self._check_workspace(params)
+        session_id = str(uuid.uuid4())
+        owner = await self._open_owner()
+        try:
+            self._assert_open()
+            agent = self._agents_for(owner).create(
+                CreateAgentOptions(
+                    agent_id=session_id,
+                    session_id=session_id,
+                    meta={"cwd": params.cwd},
+                    agent_options=agent_options(self._config),
+                )
+            )
+        except BaseException:
+            await owner.dispose()
+            raise
+        self._register(session_id, agent, owner)
+        return {"sessionId": session_id}
+
+    async def load_session(self, raw: Any) -> dict[str, Any]:
+        """Resume a persisted session and replay its whole log as updates before answering ``{}``."""
+        params = LoadSessionParams.model_validate(raw)
+        self._assert_open()
+        session_id = params.sessionId
+        if session_id in self._sessions or session_id in self._loading:
+            raise RequestError.invalid_params(f"session {session_id} is already loaded")
+        self._check_workspace(params)
+        self._loading.add(session_id)
+        try:
+            await self._check_persisted_cwd(session_id, params.cwd)
+            agent, owner = await self._resume(session_id)
+        finally:
+            self._loading.discard(session_id)
+        record = self._register(session_id, agent, owner)
+        replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
+        terminal = TerminalContext(record.terminal_enabled, agent.session.header.get("cwd"))
+        for event in agent.session.events:
+            stream_session_event_update(session_id, event, self._notify, replay, terminal, include_user_messages=True)
+        return {}
+
+    async def _check_persisted_cwd(self, session_id: str, cwd: str) -> None:
+        for header in await self._persistence.list():
+            if header["id"] == session_id:
+                _check_header_cwd(session_id, header.get("cwd"), cwd)
+                return
+
+    async def _resume(self, session_id: str) -> tuple[Agent, Fiber]:
+        owner = await self._open_owner()
+        try:
+            agent = await self._agents_for(owner).resume(
+                ResumeAgentOptions(
+                    agent_id=session_id, resume_session_id=session_id, agent_options=agent_options(self._config)
+                )
+            )
+            if self._closed:
+                raise RequestError.invalid_params("connection closed during session/load")
+        except BaseException:
+            await owner.dispose()
+            raise
+        return agent, owner
+
+    async def prompt(self, raw: Any) -> dict[str, Any]:
+        """Send the prompt's text to the session's agent; answer ``{"stopReason"}`` when its turn settles."""
+        params = PromptParams.model_validate(raw)
+        self._assert_open()
+        record = self._sessions.get(params.sessionId)
+        if record is None:
+            raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
+        if record.inflight is not None:
+            raise RequestError.invalid_params("a prompt is already in flight for this session")
+        blocks = raw["prompt"]
+        if prompt_has_unsupported_content(blocks):
+            raise RequestError.invalid_params(UNSUPPORTED_CONTENT_MESSAGE)
+        text = acp_prompt_to_text(blocks)
+        if not text.strip():
+            raise RequestError.invalid_params("empty prompt")
+        inflight = Inflight(asyncio.get_running_loop().create_future(), len(record.agent.session.events))
+        record.inflight = inflight
+        try:
+            record.agent.send([{"type": "text", "text": text}])
+        except BaseException:
+            record.inflight = None  # nothing else ran meanwhile: the slot is still ours
+            raise
+        await asyncio.wait({inflight.answer})
+        return {"stopReason": inflight.answer.result()}
+
+    def cancel(self, raw: Any) -> None:
+        """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled`` (unknown id: no-op)."""
+        params = CancelParams.model_validate(raw)
+        record = self._sessions.get(params.sessionId)
+        if record is None:
+            return
+        record.agent.cancel("session/cancel")
+        self._resolve(record, "cancelled")
+
+    # -------------------------------------------------------------- settlement
+    @staticmethod
+    def _resolve(record: SessionRecord, stop: StopReason) -> None:
+        """Settle the session's pending prompt (if any) with ``stop`` and free the slot."""
+        inflight, record.inflight = record.inflight, None
+        if inflight is not None:
+            inflight.answer.set_result(stop)
+
+    @staticmethod
+    def _settle(record: SessionRecord, inflight: Inflight, reason: Mapping[str, Any]) -> None:
+        """Settle ``inflight`` (the session's pending prompt) from its turn's end reason."""
+        record.inflight = None
+        if reason.get("kind") == "error":
+            inflight.answer.set_exception(RequestError.internal_error(f"turn failed: {reason.get('message', '')}"))
+        else:
+            inflight.answer.set_result(turn_end_to_stop_reason(reason))
+
+    def _on_session_event(self, session: Session, event: SessionEvent) -> None:
+        record = self._sessions.get(session.id)
+        if record is None or record.agent.session is not session:
+            return
+        terminal = TerminalContext(record.terminal_enabled, session.header.get("cwd"))
+        stream_session_event_update(
+            record.session_id, event, self._notify, record.presenter, terminal, include_user_messages=False
+        )
+        inflight = record.inflight
+        if inflight is None:
+            return
+        if inflight.turn is None and _is_message_turn(event):
+            inflight.turn = event["data"]["turn"]
+        elif event["type"] == "turn/end" and inflight.turn is not None and event["data"]["turn"] == inflight.turn:
+            self._settle(record, inflight, event["data"]["reason"])
+
+    def _on_agent_status(self, agent: Agent, status: AgentStatus) -> None:
+        if status == "running":
+            return
+        for record in self._sessions.values():
+            if record.agent is agent:
+                if record.inflight is not None:
+                    self._reconcile(record, record.inflight)
+                return
+
+    def _reconcile(self, record: SessionRecord, inflight: Inflight) -> None:
+        """Settle a prompt from the log when its turn events never reached the bridge.
+
+        The owning turn is the captured one, else the first message-triggered turn
+        logged since the prompt was installed; its last ``turn/end`` settles the
+        prompt, and without one (no such turn, or it never ended) it is ``cancelled``.
+        """
+        events = record.agent.session.events
+        turn = inflight.turn if inflight.turn is not None else _first_message_turn(events, inflight.log_watermark)
+        end = _turn_end(events, turn) if turn is not None else None
+        if end is None:
+            self._resolve(record, "cancelled")
+        else:
+            self._settle(record, inflight, end)
+
+    # ---------------------------------------------------------------- teardown
+    def quiesce(self) -> Awaitable[None]:
+        """Stop accepting work and drain every session; memoized (every caller awaits the same teardown).
+
+        The first call marks the bridge closed, settles every pending prompt
+        ``cancelled`` and aborts every step in flight (reason ``disposed``), then the
+        returned awaitable waits for every agent to be idle. Agents stay registered:
+        they go with the bridge fiber.
+        """
+        if self._quiesced is None:
+            self._closed = True
+            records = list(self._sessions.values())
+            self._sessions.clear()
+            for record in records:
+                self._resolve(record, "cancelled")
+                record.agent.abort("disposed")
+            self._quiesced = asyncio.get_running_loop().create_task(self._drain(records), name="acp: quiesce")
+        return self._await_quiesced(self._quiesced)
+
+    @staticmethod
+    async def _drain(records: list[SessionRecord]) -> None:
+        await asyncio.gather(*(record.agent.when_idle() for record in records))
+
+    @staticmethod
+    async def _await_quiesced(task: asyncio.Task[None]) -> None:
+        await asyncio.wait({task})
+        task.result()
+
+    def _dispose(self) -> Awaitable[None]:
+        """The fiber's disposer: :meth:`quiesce` (its synchronous part runs now, before any
+        other teardown task), then, if the bridge opened the transport, close the connection."""
+        return self._finish_dispose(self.quiesce())
+
+    async def _finish_dispose(self, quiesced: Awaitable[None]) -> None:
+        await quiesced
+        if self._owns_transport:
+            await self._connection.aclose()

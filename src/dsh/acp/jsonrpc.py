@@ -1,0 +1,273 @@
+"""A small JSON-RPC 2.0 server connection over a :class:`~dsh.acp.transport.LineTransport`.
+
+Hand-rolled rather than the ``agent-client-protocol`` SDK's so that the bridge
+controls what the reference clients compare: error texts (a deliberate error has no
+``data``), the key order of every frame, and the order of frames on the wire.
+
+* **Order.** Every outgoing frame is serialized and enqueued on the transport
+  synchronously, when it is issued; there is one writer, so notifications and
+  responses reach the client in exactly the order they were produced.
+* **Concurrency.** Each request and notification runs in its own task, started in
+  arrival order: a ``session/cancel`` is handled while a ``session/prompt`` waits.
+* **Errors.** Malformed input never ends the connection: not JSON → ``-32700``; not a
+  JSON-RPC 2.0 message → ``-32600``; unknown method → ``-32601``; params that fail
+  validation (pydantic) → ``-32602`` with the problems under ``data.errors``. A
+  handler raises :class:`RequestError` for a deliberate error; any other exception
+  becomes ``-32603 Internal error`` with its message under ``data`` (``{"details":
+  ...}``, the parsed value when the message is itself JSON, ``{}`` when empty).
+  Notifications never answer: their failures are logged.
+* **Lifetime.** :meth:`JsonRpcConnection.start` begins reading. At end of input (or
+  :meth:`JsonRpcConnection.aclose`) the connection runs ``on_close``, waits for the
+  handlers still running, and closes the transport. Handlers must therefore finish
+  once ``on_close`` has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from dsh.acp.transport import LineTransport
+from dsh.core.persistence import escape_lone_surrogates
+from dsh.kernel import Logger
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+RequestHandler = Callable[[Any], Awaitable[Any]]
+"""``handler(params) -> result``: the result must be JSON; raise :class:`RequestError` to fail."""
+
+NotificationHandler = Callable[[Any], None]
+"""``handler(params)``: runs synchronously in its own task; a raise is logged."""
+
+_NO_DATA: Final = object()
+
+
+class RequestError(Exception):
+    """A deliberate JSON-RPC error: ``{"code", "message"}`` plus ``data`` only when given."""
+
+    def __init__(self, code: int, message: str, data: object = _NO_DATA) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @classmethod
+    def invalid_params(cls, detail: str) -> RequestError:
+        """``-32602 Invalid params: <detail>``."""
+        return cls(INVALID_PARAMS, f"Invalid params: {detail}")
+
+    @classmethod
+    def internal_error(cls, detail: str) -> RequestError:
+        """``-32603 Internal error: <detail>``."""
+        return cls(INTERNAL_ERROR, f"Internal error: {detail}")
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not _NO_DATA:
+            error["data"] = self.data
+        return error
+
+
+def encode_frame(frame: Mapping[str, Any]) -> str:
+    """Compact JSON (no spaces, UTF-8 kept, key order kept); raises on a non-JSON value."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return escape_lone_surrogates(text)
+
+
+def unexpected_error(error: BaseException) -> RequestError:
+    """The ``-32603 Internal error`` an unexpected exception becomes (message moved to ``data``)."""
+    text = str(error)
+    data: object
+    if not text:
+        data = {}
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = {"details": text}
+    return RequestError(INTERNAL_ERROR, "Internal error", data)
+
+
+def _validation_error(error: ValidationError) -> RequestError:
+    errors = json.loads(error.json(include_url=False, include_context=False, include_input=False))
+    return RequestError(INVALID_PARAMS, "Invalid params", {"errors": errors})
+
+
+def _valid_id(value: object) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+class JsonRpcConnection:
+    """The server side of one client connection; see the module docstring.
+
+    ``requests`` / ``notifications`` map method names to handlers. ``on_close`` runs
+    once reading has stopped (its failure is logged as a connection-close teardown
+    failure). The connection owns its tasks: :meth:`wait_closed` returns when all are
+    done and the transport is closed.
+    """
+
+    def __init__(
+        self,
+        transport: LineTransport,
+        *,
+        requests: Mapping[str, RequestHandler],
+        notifications: Mapping[str, NotificationHandler],
+        logger: Logger,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._transport = transport
+        self._requests = dict(requests)
+        self._notifications = dict(notifications)
+        self._logger = logger
+        self._on_close = on_close
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._runner: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------------- lifetime
+    def start(self) -> None:
+        """Begin reading (once); must be called inside the running event loop."""
+        if self._runner is None:
+            loop = asyncio.get_running_loop()
+            self._reader = loop.create_task(self._read(), name="acp: read")
+            self._runner = loop.create_task(self._serve(self._reader), name="acp: connection")
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection has finished (end of input handled, transport closed)."""
+        return self._runner is not None and self._runner.done()
+
+    async def wait_closed(self) -> None:
+        """Return once the connection has finished; cancelling the caller does not stop it."""
+        if self._runner is not None:
+            await asyncio.wait({self._runner})
+
+    async def aclose(self) -> None:
+        """Stop reading now, then finish as at end of input (``on_close``, handlers, transport)."""
+        if self._reader is not None:
+            self._reader.cancel()
+        await self.wait_closed()
+
+    async def _read(self) -> None:
+        transport = self._transport
+        while True:
+            try:
+                line = await transport.read_line()
+            except Exception as error:
+                self._logger.warn("acp: reading from the client failed; closing the connection: %s", error)
+                return
+            if line is None:
+                return
+            self._receive(line)
+
+    async def _serve(self, reader: asyncio.Task[None]) -> None:
+        await asyncio.wait({reader})
+        if self._on_close is not None:
+            try:
+                await self._on_close()
+            except Exception as error:
+                self._logger.error("acp: connection-close teardown failed: %s", error)
+        while self._handlers:
+            await asyncio.wait(set(self._handlers))
+        try:
+            await self._transport.aclose()
+        except Exception as error:
+            self._logger.warn("acp: closing the transport failed: %s", error)
+
+    # ----------------------------------------------------------------- writing
+    def _write(self, frame: Mapping[str, Any]) -> None:
+        self._transport.write_line(encode_frame(frame))
+
+    def notify(self, method: str, params: Any) -> None:
+        """Send a notification now (enqueued in order); raises if it cannot be written."""
+        self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _send_error(self, request_id: Any, error: RequestError) -> None:
+        try:
+            self._write({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+        except Exception as failure:
+            self._logger.warn("acp: could not send an error response: %s", failure)
+
+    def _send_result(self, request_id: Any, result: Any) -> None:
+        try:
+            line = encode_frame({"jsonrpc": "2.0", "id": request_id, "result": result})
+        except (TypeError, ValueError) as error:  # a NaN, a cycle, or a value JSON cannot hold
+            self._send_error(request_id, unexpected_error(error))
+            return
+        try:
+            self._transport.write_line(line)
+        except Exception as failure:
+            self._logger.warn("acp: could not send a response: %s", failure)
+
+    # -------------------------------------------------------------- dispatching
+    def _receive(self, line: str) -> None:
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self._send_error(None, RequestError(PARSE_ERROR, "Parse error"))
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self._invalid(message)
+            return
+        method = message.get("method")
+        has_id = "id" in message
+        if method is None and has_id and ("result" in message or "error" in message):
+            self._logger.debug("acp: ignoring a response to id %s: the bridge sends no requests", message["id"])
+            return
+        if not isinstance(method, str) or (has_id and not _valid_id(message["id"])):
+            self._invalid(message)
+            return
+        params = message.get("params")
+        if has_id:
+            request_id = message["id"]
+            handler = self._requests.get(method)
+            if handler is None:
+                self._send_error(request_id, RequestError(METHOD_NOT_FOUND, "Method not found", {"method": method}))
+                return
+            self._spawn(self._answer(request_id, method, handler, params))
+            return
+        notification = self._notifications.get(method)
+        if notification is None:
+            self._logger.debug("acp: ignoring unknown notification %s", method)
+            return
+        self._spawn(self._notified(method, notification, params))
+
+    def _invalid(self, message: object) -> None:
+        request_id = message.get("id") if isinstance(message, dict) else None
+        self._send_error(
+            request_id if _valid_id(request_id) else None, RequestError(INVALID_REQUEST, "Invalid Request")
+        )
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    async def _answer(self, request_id: Any, method: str, handler: RequestHandler, params: Any) -> None:
+        try:
+            result = await handler(params)
+        except RequestError as error:
+            self._send_error(request_id, error)
+        except ValidationError as error:
+            self._send_error(request_id, _validation_error(error))
+        except Exception as error:
+            self._logger.warn("acp: %s failed: %s", method, error)
+            self._send_error(request_id, unexpected_error(error))
+        else:
+            self._send_result(request_id, result)
+
+    async def _notified(self, method: str, handler: NotificationHandler, params: Any) -> None:
+        try:
+            handler(params)
+        except Exception as error:
+            self._logger.warn("acp: notification %s failed: %s", method, error)
