@@ -159,3 +159,26 @@ async def test_cancel_clears_the_turns_steering_it_is_not_re_enqueued_as_a_fresh
             await asyncio.sleep(0)
         assert len(of_type(agent.session, "turn/start")) == 1
         assert "secret steering" not in str(agent.session.events)
+
+
+async def test_a_prompt_sent_in_the_cancelled_turns_flush_window_runs_and_when_idle_waits_for_it() -> None:
+    """The marker is cleared once per loop iteration: a prompt queued while the cancelled turn
+    flushes runs right after it, and a when_idle() taken then waits for that second turn."""
+    from dsh.core.session import SESSION_FLUSH
+
+    async with Harness([HANG, text_response("second")]) as h:
+        agent = h.agent()
+        waiters: list[Any] = []
+
+        async def flush(_session: Any) -> None:
+            if not waiters:
+                agent.send(text("two"))
+                waiters.append(asyncio.ensure_future(agent.when_idle()))
+
+        h.ctx.on(SESSION_FLUSH, flush)
+        agent.send(text("one"))
+        await until(lambda: "assistant/chunk" in types(agent.session))
+        agent.cancel()
+        await until(lambda: bool(waiters))
+        await waiters[0]
+        assert turn_end_reasons(agent.session) == [{"kind": "aborted", "reason": "cancelled"}, {"kind": "completed"}]
