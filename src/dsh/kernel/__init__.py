@@ -1,4 +1,4 @@
-"""The dsh kernel: contexts, fibers, services, effects, events, cancellation, config.
+"""The dsh kernel: contexts, fibers, services, effects, events, cancellation, config, loader.
 
 It imports nothing else of dsh. See ``docs/architecture.md`` for the contracts.
 """
@@ -16,6 +16,7 @@ from dsh.kernel.events import (
     WaterfallEvent,
 )
 from dsh.kernel.fiber import Fiber, FiberState
+from dsh.kernel.loader import IncludeConfig, LoaderError, PluginEntry, include, load_tree, parse_tree, resolve_plugin
 from dsh.kernel.logger import Logger
 from dsh.kernel.plugin import PluginInfo, PluginSpec, describe
 from dsh.kernel.service import Service, ServiceHandle, ServiceKey, unwrap
@@ -34,9 +35,12 @@ __all__ = [
     "EventDescriptor",
     "Fiber",
     "FiberState",
+    "IncludeConfig",
     "KernelError",
+    "LoaderError",
     "Logger",
     "ParallelEvent",
+    "PluginEntry",
     "PluginInfo",
     "PluginSpec",
     "SerialEvent",
@@ -46,6 +50,10 @@ __all__ = [
     "WaterfallEvent",
     "aborted_signal",
     "describe",
+    "include",
+    "load_tree",
+    "parse_tree",
+    "resolve_plugin",
     "unwrap",
     "validate_config",
 ]

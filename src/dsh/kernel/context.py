@@ -24,11 +24,11 @@ from dsh.kernel.events import (
     SerialEvent,
     WaterfallEvent,
 )
-from dsh.kernel.fiber import Fiber, link_child
+from dsh.kernel.fiber import Fiber, FiberState, link_child
 from dsh.kernel.logger import Logger
 from dsh.kernel.plugin import PluginInfo, PluginSpec, describe
 from dsh.kernel.runtime import ListenerEntry, Runtime
-from dsh.kernel.service import ServiceHandle, ServiceKey, key_name
+from dsh.kernel.service import ServiceHandle, ServiceKey
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -84,9 +84,9 @@ class Context:
     def _load(self, info: PluginInfo, config: object) -> Fiber:
         child = Fiber(self.runtime, self.fiber, info, config)
         child.ctx = Context(child)
+        child._ready_future()  # needs a running loop: fail before anything is registered
         link_child(self.fiber, child)
         self.runtime.track(child)
-        child._ready_future()
         child._schedule_boot()
         return child
 
@@ -127,108 +127,133 @@ class Context:
 
     def _provide(self, name: str, service: object) -> None:
         runtime = self.runtime
+        fiber = self.fiber
 
         def body() -> Callable[[], None]:
-            runtime.provide(name, service, self.fiber)
-            return lambda: runtime.withdraw(name, service)
+            runtime.provide(name, service, fiber)
+            if fiber.state is FiberState.ACTIVE:  # a live provider: dependents may start now
+                runtime.reconcile()
 
-        self._effect_on(self.fiber, body, f"service {name}")
+            def withdraw() -> None:
+                runtime.withdraw(name)
+                if fiber.state is FiberState.ACTIVE:  # withdrawn while the provider lives on
+                    runtime.reconcile()
+
+            return withdraw
+
+        self._effect_on(fiber, body, f"service {name}")
 
     # ------------------------------------------------------------------ effects
     def effect(self, body: EffectBody, label: str = "") -> Effect:
-        """Run ``body`` now and own its cleanup on this context's fiber (SPEC §1.3)."""
+        """Run ``body`` now and own its cleanup on this context's fiber (SPEC §1.3).
+
+        Raises :class:`KernelError` if the fiber is no longer alive, and whatever
+        ``body`` raised (after rolling back the disposers a generator yielded).
+        """
         return self._effect_on(self.fiber, body, label)
 
     @staticmethod
     def _effect_on(fiber: Fiber, body: EffectBody, label: str) -> Effect:
         if not fiber.alive:
             raise KernelError("cannot create effect on inactive context")
-        effect = Effect(fiber, label, collect(body, label))
+        effect = Effect(fiber, label, collect(body, label, fiber))
         fiber._add_effect(effect)
         return effect
 
     def spawn(self, coro: Coroutine[Any, Any, T], name: str | None = None) -> asyncio.Task[T]:
-        """Run ``coro`` as a task owned by this context's fiber."""
-        return self.fiber.spawn(coro, name)
+        """Run ``coro`` as a task owned by this context's fiber, on behalf of this context.
+
+        The task is cancelled and awaited when the fiber is disposed or unloaded;
+        its failure is logged. Raises :class:`KernelError` once the fiber is disposed.
+        """
+        token = current_context.set(self)
+        try:
+            return self.fiber.spawn(coro, name)
+        finally:
+            current_context.reset(token)
 
     # ------------------------------------------------------------------- events
     def on(self, event: EventDescriptor, listener: Callable[..., Any], prepend: bool = False) -> Effect:
-        """Listen to ``event``; the listener is owned by this context's fiber."""
-        entries = self.runtime.listeners.setdefault(event.name, [])
-        entry = ListenerEntry(listener, self)
+        """Listen to ``event``; the listener is owned by this context's fiber.
+
+        ``prepend=True`` puts it before the listeners already there. Returns the
+        listener's :class:`Effect` (call it to stop listening).
+        """
+        runtime = self.runtime
+        name = event.name
+        entry = ListenerEntry(listener, self, inspect.iscoroutinefunction(listener))
 
         def body() -> Callable[[], None]:
-            if prepend:
-                entries.insert(0, entry)
-            else:
-                entries.append(entry)
+            runtime.add_listener(name, entry, prepend)
+            return lambda: runtime.remove_listener(name, entry)
 
-            def remove() -> None:
-                for index, item in enumerate(entries):
-                    if item is entry:
-                        del entries[index]
-                        return
-
-            return remove
-
-        return self.effect(body, f"listener {event.name}")
+        return self.effect(body, f"listener {name}")
 
     def listener_count(self, event: EventDescriptor) -> int:
+        """How many listeners ``event`` has now."""
         return len(self.runtime.listeners.get(event.name, ()))
 
     def emit(self, event: EmitEvent[P], *args: P.args, **kwargs: P.kwargs) -> None:
-        """Call every listener now; the first exception propagates (later ones skipped)."""
+        """Call every listener now; the first exception propagates (later ones skipped).
+
+        A coroutine returned by a listener runs as a task of the listener's fiber.
+        """
         entries = self.runtime.listeners.get(event.name)
-        if not entries:
+        if entries is None:
             return
-        for entry in tuple(entries):
-            token = current_context.set(entry.ctx)
+        for listener, owner, _ in entries:
+            token = current_context.set(owner)
             try:
-                result = entry.listener(*args, **kwargs)
-                if isinstance(result, Coroutine):
-                    entry.ctx.fiber.spawn(result, name=event.name)
+                result = listener(*args, **kwargs)
+                if result is not None and isinstance(result, Coroutine):
+                    owner.fiber.spawn(result, event.name)
             finally:
                 current_context.reset(token)
 
     async def parallel(self, event: ParallelEvent[P], *args: P.args, **kwargs: P.kwargs) -> None:
-        """Start every listener, await them all, raise the first failure."""
+        """Start every listener, await them all, raise the first failure.
+
+        A listener that raises synchronously stops later ones from starting. A
+        listener task cancelled because its plugin went away counts as done.
+        Cancelling the dispatcher leaves started listeners to their fibers.
+        """
         entries = self.runtime.listeners.get(event.name)
-        if not entries:
+        if entries is None:
             return
-        pending: list[Awaitable[Any]] = []
-        for entry in tuple(entries):
-            token = current_context.set(entry.ctx)
+        pending: list[asyncio.Future[Any]] = []
+        for listener, owner, _ in entries:
+            token = current_context.set(owner)
             try:
-                result = entry.listener(*args, **kwargs)
+                result = listener(*args, **kwargs)
                 if isinstance(result, Coroutine):
-                    pending.append(entry.ctx.fiber.spawn(result, name=event.name))
+                    pending.append(owner.fiber._spawn(result, event.name, report=False))
                 elif inspect.isawaitable(result):
-                    pending.append(result)
+                    pending.append(asyncio.ensure_future(result))
             finally:
                 current_context.reset(token)
         if pending:
-            await asyncio.gather(*pending)
+            await _all(pending)
 
     async def serial(self, event: SerialEvent[P], *args: P.args, **kwargs: P.kwargs) -> Any:
         """Await listeners in order; return the first value that is not None/False."""
-        for entry in tuple(self.runtime.listeners.get(event.name, ())):
-            token = current_context.set(entry.ctx)
+        for listener, owner, _ in self.runtime.listeners.get(event.name, ()):
+            token = current_context.set(owner)
             try:
-                result = entry.listener(*args, **kwargs)
+                result = listener(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
             finally:
                 current_context.reset(token)
-            if inspect.isawaitable(result):
-                result = await result
             if result is not None and result is not False:
                 return result
         return None
 
     def bail(self, event: BailEvent[P], *args: P.args, **kwargs: P.kwargs) -> Any:
         """Call listeners in order; return the first value that is not None/False."""
-        for entry in tuple(self.runtime.listeners.get(event.name, ())):
-            token = current_context.set(entry.ctx)
+        for listener, owner, _ in self.runtime.listeners.get(event.name, ()):
+            token = current_context.set(owner)
             try:
-                result = entry.listener(*args, **kwargs)
+                result = listener(*args, **kwargs)
             finally:
                 current_context.reset(token)
             if result is not None and result is not False:
@@ -236,21 +261,29 @@ class Context:
         return None
 
     def waterfall(self, event: WaterfallEvent[P, R], *args: Any, inner: Callable[[], R]) -> R:
-        """Run the around-middleware chain ending in ``inner`` and return its value."""
-        entries = tuple(self.runtime.listeners.get(event.name, ()))
-        if not entries:
+        """Run the around-middleware chain ending in ``inner`` and return its value.
+
+        Each listener gets ``(*args, next)``; ``next()`` takes no arguments and
+        returns what the next listener (finally ``inner()``) returns. The body of
+        an ``async def`` listener runs on behalf of its own context when awaited.
+        """
+        entries = self.runtime.listeners.get(event.name)
+        if entries is None:
             return inner()
         count = len(entries)
 
         def step(index: int) -> Any:
             if index == count:
                 return inner()
-            entry = entries[index]
-            token = current_context.set(entry.ctx)
+            listener, owner, is_async = entries[index]
+            token = current_context.set(owner)
             try:
-                return entry.listener(*args, lambda: step(index + 1))
+                result = listener(*args, lambda: step(index + 1))
             finally:
                 current_context.reset(token)
+            if is_async:
+                return _on_behalf(result, owner)
+            return result
 
         return step(0)  # type: ignore[no-any-return]
 
@@ -262,4 +295,29 @@ class Context:
 
 def key(name: str) -> ServiceKey[Any]:
     """An untyped service key (for ad-hoc services in tests and examples)."""
-    return ServiceKey(key_name(name))
+    return ServiceKey(name)
+
+
+async def _on_behalf(awaitable: Awaitable[T], ctx: Context) -> T:
+    token = current_context.set(ctx)
+    try:
+        return await awaitable
+    finally:
+        current_context.reset(token)
+
+
+async def _all(pending: list[asyncio.Future[Any]]) -> None:
+    """Wait for every future; raise the first failure (in listener order) as soon as one fails."""
+    for future in pending:
+        future.add_done_callback(_retrieve)  # later failures are dropped, as Promise.all drops them
+    done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+    for future in pending:
+        if future in done and not future.cancelled():
+            error = future.exception()
+            if error is not None:
+                raise error
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 if TYPE_CHECKING:
     from dsh.kernel.fiber import Fiber
@@ -46,7 +46,7 @@ async def _finish(pending: Awaitable[Any], rest: list[Disposer], label: str) -> 
         await remaining
 
 
-def run_disposers(disposers: list[Disposer], label: str) -> Awaitable[None] | None:
+def run_disposers(disposers: list[Disposer], label: str) -> Coroutine[Any, Any, None] | None:
     """Run ``disposers`` last-first, sequentially; failures are logged, never raised.
 
     ``disposers`` is consumed. Returns an awaitable when some disposer was async.
@@ -94,22 +94,32 @@ class Effect:
         return asyncio.ensure_future(pending)
 
 
-def collect(body: EffectBody, label: str) -> list[Disposer]:
-    """Run an effect body and collect its disposers, rolling back on a raise."""
-    result = body()
+def collect(body: EffectBody, label: str, fiber: Fiber) -> list[Disposer]:
+    """Run an effect body and collect its disposers, rolling back on a raise.
+
+    Async rollback disposers finish in the background; ``fiber``'s disposal waits
+    for them. The body's exception propagates either way.
+    """
+    result: object = body()
     if result is None:
         return []
     if inspect.isgenerator(result):
         collected: list[Disposer] = []
         try:
-            for disposer in result:
+            for disposer in cast("Generator[Disposer, None, None]", result):
                 collected.append(disposer)
         except BaseException:
             pending = run_disposers(collected, label)
             if pending is not None:
-                asyncio.ensure_future(pending)
+                fiber._settle(pending, f"rollback {label}")
             raise
         return collected
+    if inspect.iscoroutine(result):
+        result.close()
+        raise TypeError(
+            f"effect {label or body!r} returned a coroutine; an effect body must be synchronous "
+            "(start async work with ctx.spawn and return its disposer)"
+        )
     if callable(result):
         return [result]
     raise TypeError(f"effect {label or body!r} returned {result!r}; expected a disposer, a generator or None")

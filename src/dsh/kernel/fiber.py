@@ -42,7 +42,11 @@ class FiberState(enum.Enum):
 
 
 class Fiber:
-    """One plugin instance in the tree. Created by ``ctx.plugin``; see the module docstring."""
+    """One plugin instance in the tree. Created by ``ctx.plugin``; see the module docstring.
+
+    ``config`` is the validated config the plugin received, ``instance`` what its
+    ``apply`` returned (the object, for a class plugin), ``error`` why it FAILED.
+    """
 
     def __init__(self, runtime: Runtime, parent: Fiber | None, info: PluginInfo | None, raw_config: object) -> None:
         self.runtime = runtime
@@ -54,11 +58,13 @@ class Fiber:
         self.error: BaseException | None = None
         self.state = FiberState.ACTIVE if info is None else FiberState.PENDING
         self.ctx: Context
-        self._effects: list[Effect] = []
+        self._effects: dict[Effect, None] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._settling: set[asyncio.Task[Any]] = set()
         self._ready: asyncio.Future[Fiber] | None = None
         self._boot_task: asyncio.Task[None] | None = None
-        self._dispose_task: asyncio.Future[None] | None = None
+        self._unload_task: asyncio.Task[None] | None = None
+        self._dispose_task: asyncio.Task[None] | None = None
         self._link: Effect | None = None
         self._configured = False
 
@@ -73,8 +79,8 @@ class Fiber:
 
     @property
     def alive(self) -> bool:
-        """True until the fiber starts unloading for good (effects may be created)."""
-        return self.state in (FiberState.ACTIVE, FiberState.LOADING)
+        """True while effects may be created: the fiber is LOADING or ACTIVE."""
+        return self.state is FiberState.ACTIVE or self.state is FiberState.LOADING
 
     def __repr__(self) -> str:
         return f"<Fiber {self.name} {self.state.value}>"
@@ -104,72 +110,96 @@ class Fiber:
     def _add_effect(self, effect: Effect) -> None:
         if not self.alive:
             raise KernelError("cannot create effect on inactive context")
-        self._effects.append(effect)
+        self._effects[effect] = None
 
     def _forget_effect(self, effect: Effect) -> None:
-        try:
-            self._effects.remove(effect)
-        except ValueError:
-            pass
+        self._effects.pop(effect, None)
 
     @property
     def effect_count(self) -> int:
+        """How many effects the fiber owns now (child fibers count as one each)."""
         return len(self._effects)
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
-        """Run ``coro`` as a task owned by this fiber (cancelled and awaited on dispose)."""
+        """Run ``coro`` as a task owned by this fiber (cancelled and awaited on dispose).
+
+        A failure of the task is logged. Raises :class:`KernelError` (closing
+        ``coro``) once the fiber is disposed: nothing would ever cancel the task.
+        """
+        return self._spawn(coro, name, report=True)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str | None, report: bool) -> asyncio.Task[Any]:
+        if self.state is FiberState.DISPOSED:
+            coro.close()
+            raise KernelError(f'cannot start a task on disposed plugin "{self.name}"')
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(self._task_done if report else self._tasks.discard)
         return task
+
+    def _settle(self, undo: Coroutine[Any, Any, None], name: str) -> None:
+        """Finish an async undo in the background; disposal waits for it but never cancels it."""
+        task = asyncio.get_running_loop().create_task(undo, name=name)
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        if not task.cancelled():
             error = task.exception()
-            _log.error("task of plugin %s failed: %r", self.name, error, exc_info=error)
+            if error is not None:
+                _log.error("task of plugin %s failed: %r", self.name, error, exc_info=error)
 
     @property
     def task_count(self) -> int:
+        """How many tasks the fiber owns that have not finished."""
         return len(self._tasks)
 
     # ---------------------------------------------------------------- lifecycle
     def _schedule_boot(self) -> None:
+        """Start (once) a boot of this PENDING fiber; only disposal moves it out of PENDING meanwhile."""
         if self._boot_task is None or self._boot_task.done():
             self._boot_task = asyncio.get_running_loop().create_task(self._boot(), name=f"boot {self.name}")
 
     async def _boot(self) -> None:
-        assert self.info is not None
-        if self.state is not FiberState.PENDING:
-            return
+        info = self.info
+        assert info is not None
         if not self._configured:
             try:
-                self.config = validate_config(self.info.name, self.info.config_model, self.raw_config)
+                self.config = validate_config(info.name, info.config_model, self.raw_config)
             except Exception as error:
                 self._fail(error)
                 return
             self._configured = True
-        if not self.runtime.satisfied(self.inject):
+        if not self.runtime.satisfied(info.inject):
             self._resolve()
             return
         self.state = FiberState.LOADING
         token = current_context.set(self.ctx)
         try:
-            result = self.info.start(self.ctx, self.config)
+            result = info.start(self.ctx, self.config)
             if isinstance(result, Awaitable):
                 result = await result
         except BaseException as error:
-            current_context.reset(token)
+            interrupted = self.disposing
+            if not interrupted:
+                self.state = FiberState.UNLOADING
             await self._dispose_effects()
             if isinstance(error, asyncio.CancelledError):
                 raise
+            if interrupted:  # the disposal broke the apply: the load resolves
+                _log.debug("plugin %s raised while disposed during apply: %r", self.name, error)
+                return
             self._fail(error)
             return
-        current_context.reset(token)
+        finally:
+            current_context.reset(token)
+        if self.disposing:
+            return
         self.instance = result
         self.state = FiberState.ACTIVE
         self._resolve()
-        if self.runtime.provides(self):
+        if info.inject or self.runtime.provides(self):
             self.runtime.reconcile()
 
     def _fail(self, error: BaseException) -> None:
@@ -178,68 +208,85 @@ class Fiber:
         self.runtime.forget(self)
         self._reject(error)
 
+    def _schedule_unload(self) -> asyncio.Task[None]:
+        if self._unload_task is None or self._unload_task.done():
+            self._unload_task = asyncio.get_running_loop().create_task(self._unload(), name=f"unload {self.name}")
+        return self._unload_task
+
     async def _unload(self) -> None:
-        """Dependency lost: undo this apply and wait to be applied again."""
-        if self.state is not FiberState.ACTIVE:
+        """A dependency was lost: undo this apply and wait to be applied again."""
+        if self.state is not FiberState.ACTIVE or self._dispose_task is not None:
             return
         self.state = FiberState.UNLOADING
         await self._withdraw()
         await self._dispose_effects()
-        if self.state is FiberState.UNLOADING:
-            self.state = FiberState.PENDING
-            self.instance = None
-            if self.runtime.satisfied(self.inject):
-                self._schedule_boot()
+        if self.disposing:
+            return
+        self.state = FiberState.PENDING
+        self.instance = None
+        if self.runtime.satisfied(self.inject):
+            self._schedule_boot()
 
     async def _withdraw(self) -> None:
+        """Unload the dependents of the services this fiber provides, and wait for them."""
         if self.runtime.provides(self):
             pending = self.runtime.reconcile()
             if pending:
-                await asyncio.gather(*pending)
+                await asyncio.wait(pending)
 
     async def _dispose_effects(self) -> None:
-        effects, self._effects = self._effects[::-1], []
-        pending: list[Awaitable[None]] = []
-        for effect in effects:
+        effects, self._effects = self._effects, {}
+        pending: list[asyncio.Future[Any]] = list(self._settling)
+        for effect in reversed(effects):
             result = effect()
             if result is not None:
-                pending.append(result)
-        tasks = [task for task in self._tasks if task is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        for item in pending:
-            try:
-                await item
-            except Exception as error:  # pragma: no cover - run_disposers already logs every failure
-                _log.error("disposing %s failed: %r", self.name, error)
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+                pending.append(asyncio.ensure_future(result))
+        while True:  # tasks started by a disposer while we wait are swept on the next pass
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+                pending = []
+            elif not tasks:
+                return
+            if tasks:
+                await asyncio.wait(tasks)
 
     def dispose(self) -> asyncio.Future[None]:
-        """Tear the fiber down to quiescence; idempotent, safe to await many times."""
+        """Tear the fiber down to quiescence; idempotent, safe to await many times.
+
+        Children are disposed, dependents unloaded, effects undone (last-first,
+        async ones awaited together, failures logged) and tasks cancelled and
+        awaited before the returned future resolves. Cancelling a caller that
+        awaits it does not interrupt the teardown.
+        """
         if self._dispose_task is None:
-            self._dispose_task = asyncio.ensure_future(self._dispose())
-        return self._dispose_task
+            self._dispose_task = asyncio.get_running_loop().create_task(self._dispose(), name=f"dispose {self.name}")
+        return asyncio.shield(self._dispose_task)
+
+    @property
+    def disposing(self) -> bool:
+        """True once :meth:`dispose` was called (the fiber will never be ACTIVE again)."""
+        return self._dispose_task is not None
 
     async def _dispose(self) -> None:
         was = self.state
         self.state = FiberState.UNLOADING
-        boot = self._boot_task
-        if boot is not None and not boot.done() and boot is not asyncio.current_task():
-            boot.cancel()
-            try:
-                await boot
-            except asyncio.CancelledError:
-                pass
-        if was is FiberState.ACTIVE:
-            await self._withdraw()
+        boot, unload = self._boot_task, self._unload_task
+        if boot is not None and not boot.done():
+            if was is FiberState.PENDING or was is FiberState.LOADING:
+                boot.cancel()  # stop an apply in flight; a failing boot is left to finish its rollback
+            await asyncio.wait([boot])
+        if unload is not None and not unload.done():
+            await asyncio.wait([unload])  # it sees _disposing and stops after undoing its effects
+        await self._withdraw()
         await self._dispose_effects()
         self.state = FiberState.DISPOSED
         self.runtime.forget(self)
         if self._link is not None:
             self._link.detach()
-        if self._ready is not None and not self._ready.done():
-            self._ready.set_result(self)
+        self._resolve()
 
 
 def link_child(parent: Fiber, child: Fiber) -> None:

@@ -78,9 +78,10 @@ def describe(plugin: object) -> PluginInfo:
             source=plugin,
         )
     if callable(plugin):
-        default_name = getattr(plugin, "__name__", type(plugin).__name__)
-        name = getattr(plugin, "name", None)
-        name = name if isinstance(name, str) and name else default_name
+        declared = getattr(plugin, "name", None)
+        name = (
+            declared if isinstance(declared, str) and declared else getattr(plugin, "__name__", type(plugin).__name__)
+        )
         return PluginInfo(
             name=name,
             inject=_inject_names(getattr(plugin, "inject", None), name),

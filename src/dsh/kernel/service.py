@@ -3,15 +3,18 @@
 ``LLM: ServiceKey[LlmService] = ServiceKey("llm")`` names a service; ``ctx[LLM]``
 returns a *handle*: the service seen on behalf of ``ctx``. Calling a method through
 it runs with ``ctx`` as the current caller, so effects and listeners the service
-registers are owned by ``ctx``'s fiber. Inside a service, :attr:`Service.ctx` is that
-caller's context (or the service's own when nobody called through a handle).
+registers are owned by ``ctx``'s fiber. That holds for the body of an ``async def``
+method (while awaited) and of an async generator method (at every step) too.
+Inside a service, :attr:`Service.ctx` is that caller's context (or the service's own
+when nobody called through a handle).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from types import AsyncGeneratorType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from dsh.kernel.current import current_context
 
@@ -76,6 +79,35 @@ async def _as_caller(awaitable: Awaitable[Any], ctx: Context) -> Any:
         current_context.reset(token)
 
 
+class _CallerStream(AsyncGenerator[Any, Any]):
+    """An async generator whose body runs on behalf of ``ctx`` at every step."""
+
+    __slots__ = ("_ctx", "_gen")
+
+    def __init__(self, gen: AsyncGenerator[Any, Any], ctx: Context) -> None:
+        self._gen = gen
+        self._ctx = ctx
+
+    def __aiter__(self) -> _CallerStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        token = current_context.set(self._ctx)
+        try:
+            return await self._gen.__anext__()
+        finally:
+            current_context.reset(token)
+
+    async def asend(self, value: Any) -> Any:
+        return await _as_caller(self._gen.asend(value), self._ctx)
+
+    async def athrow(self, *args: Any) -> Any:
+        return await _as_caller(self._gen.athrow(*args), self._ctx)
+
+    async def aclose(self) -> None:
+        await _as_caller(self._gen.aclose(), self._ctx)
+
+
 def _bind(method: Callable[..., Any], ctx: Context) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         token = current_context.set(ctx)
@@ -85,6 +117,8 @@ def _bind(method: Callable[..., Any], ctx: Context) -> Callable[..., Any]:
             current_context.reset(token)
         if isinstance(result, Coroutine):
             return _as_caller(result, ctx)
+        if isinstance(result, AsyncGeneratorType):
+            return _CallerStream(result, ctx)
         return result
 
     return call
@@ -116,7 +150,7 @@ class ServiceHandle:
         return f"<handle of {self._service!r} for {self._ctx!r}>"
 
     def __eq__(self, other: object) -> bool:
-        target = other._service if type(other) is ServiceHandle else other  # noqa: E721
+        target = other._service if type(other) is ServiceHandle else other
         return self._service is target
 
     def __hash__(self) -> int:
@@ -125,6 +159,6 @@ class ServiceHandle:
 
 def unwrap(value: T) -> T:
     """The service behind a handle (or ``value`` itself)."""
-    if type(value) is ServiceHandle:  # noqa: E721
-        return value._service  # type: ignore[no-any-return]
+    if type(value) is ServiceHandle:
+        return cast(T, cast(ServiceHandle, value)._service)
     return value
