@@ -70,7 +70,7 @@ def load_dotenv(path: Path) -> None:
 
 def find_bridge(root: Context) -> AcpBridge:
     """The ACP bridge the loaded tree started (the fiber instance of its ``acp`` plugin)."""
-    for fiber in root.runtime.dependents:
+    for fiber in root.fiber.descendants():
         if isinstance(fiber.instance, AcpBridge):
             return fiber.instance
     raise LoaderError("the tree started no acp plugin: add an entry with name acp")

@@ -658,3 +658,24 @@ async def test_disposing_a_plugin_while_its_failed_apply_rolls_back_keeps_the_fa
         await fiber
     assert fiber.state is FiberState.DISPOSED
     assert isinstance(fiber.error, ValueError)
+
+
+async def test_children_and_descendants_list_live_fibers_in_load_order() -> None:
+    from dsh.kernel import Context, PluginSpec
+
+    root = Context()
+    grandchildren: list[object] = []
+
+    def outer_apply(ctx: Context, _config: object) -> None:
+        grandchildren.append(ctx.plugin(PluginSpec(name="inner", apply=lambda _c, _k: None)))
+
+    outer = await root.plugin(PluginSpec(name="outer", apply=outer_apply))
+    second = await root.plugin(PluginSpec(name="second", apply=lambda _c, _k: None))
+    await grandchildren[0]  # type: ignore[misc]
+    assert root.fiber.children == [outer, second]
+    assert [f.name for f in root.fiber.descendants()] == ["outer", "inner", "second"]
+    await outer.dispose()
+    assert root.fiber.children == [second]
+    assert [f.name for f in root.fiber.descendants()] == ["second"]
+    await root.dispose()
+    assert root.fiber.children == []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from dsh.kernel.config import KernelError, validate_config
@@ -66,6 +66,7 @@ class Fiber:
         self._unload_task: asyncio.Task[None] | None = None
         self._dispose_task: asyncio.Task[None] | None = None
         self._link: Effect | None = None
+        self._children: dict[Fiber, None] = {}
         self._configured = False
 
     # ----------------------------------------------------------------- identity
@@ -286,7 +287,20 @@ class Fiber:
         self.runtime.forget(self)
         if self._link is not None:
             self._link.detach()
+        if self.parent is not None:
+            self.parent._children.pop(self, None)
         self._resolve()
+
+    @property
+    def children(self) -> list[Fiber]:
+        """The child fibers loaded through this fiber's context and not yet disposed, in load order."""
+        return list(self._children)
+
+    def descendants(self) -> Iterator[Fiber]:
+        """Every fiber below this one, depth first in load order (includes nest their trees here)."""
+        for child in list(self._children):
+            yield child
+            yield from child.descendants()
 
 
 def link_child(parent: Fiber, child: Fiber) -> None:
@@ -298,3 +312,4 @@ def link_child(parent: Fiber, child: Fiber) -> None:
     effect = Effect(parent, f"plugin {child.name}", [dispose_child])
     parent._add_effect(effect)
     child._link = effect
+    parent._children[child] = None
