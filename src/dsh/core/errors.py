@@ -87,7 +87,7 @@ def _describe(value: object) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
-        return "undefined" if value is None else str(value)
+        return str(value)
 
 
 def assert_never(value: object, context: str | None = None) -> NoReturn:
