@@ -61,11 +61,11 @@ def test_to_error_passes_exceptions_and_wraps_anything_else() -> None:
 
 
 def test_error_message_and_code_read_what_an_error_carries() -> None:
-    class Coded(Exception):
+    class CodedError(Exception):
         code = 42
 
     assert error_message(ValueError("")) == "ValueError"
     assert error_message(ValueError("why")) == "why"
     assert error_code(LlmError("x", "RATE_LIMIT")) == "RATE_LIMIT"
-    assert error_code(Coded()) is None
+    assert error_code(CodedError()) is None
     assert error_code(ValueError()) is None
