@@ -19,7 +19,6 @@ from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
-
 from tests.e2e.crash_agent import digest
 
 CHILD = Path(__file__).with_name("crash_agent.py")

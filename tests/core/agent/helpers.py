@@ -26,9 +26,7 @@ from dsh.kernel import Context, Service, ServiceKey
 class FakeAgent:
     """An agent that records every call and never runs a model."""
 
-    def __init__(
-        self, agent_id: str, session: Session | None = None, options: AgentOptions | None = None
-    ) -> None:
+    def __init__(self, agent_id: str, session: Session | None = None, options: AgentOptions | None = None) -> None:
         self._id = agent_id
         self._session = session if session is not None else Session(f"{agent_id}-session")
         self._options = options if options is not None else AgentOptions()

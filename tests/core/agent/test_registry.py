@@ -213,9 +213,7 @@ async def test_set_factory_registers_a_factory_create_resume_delegate_to_it() ->
         meta={"cwd": "/w", "parentSession": "p"},
         agent_options=AgentOptions(model="m", system_prompt="be brief", extra={"k": 1}),
     )
-    resume_options = ResumeAgentOptions(
-        agent_id="made", resume_session_id="old", agent_options=AgentOptions(model="m")
-    )
+    resume_options = ResumeAgentOptions(agent_id="made", resume_session_id="old", agent_options=AgentOptions(model="m"))
 
     assert registry.create(create_options) is agent
     assert await registry.resume(resume_options) is agent

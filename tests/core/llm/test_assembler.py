@@ -112,9 +112,7 @@ def test_must_get_throws_when_an_index_is_missing_from_the_partials_map_invarian
     """mustGet throws when an index is missing from the partials map (invariant violation)"""
     assembler = feed([text_delta(0, "x")])
     assembler._order.append(7)  # corrupt the private state the invariant protects
-    with pytest.raises(
-        HarnessError, match="BlockAssembler invariant violated: no partial for index 7"
-    ) as caught:
+    with pytest.raises(HarnessError, match="BlockAssembler invariant violated: no partial for index 7") as caught:
         assembler.blocks()
     assert caught.value.code == "INVARIANT"
     assembler.push(end(0, {"type": "text", "text": "x"}))

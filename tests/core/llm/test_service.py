@@ -108,16 +108,12 @@ async def test_unregisters_adapters_when_the_owning_fiber_is_disposed_hmr_safety
     assert caught.value.code == "NO_ADAPTER"
 
 
-async def test_lets_llm_stream_waterfall_listeners_wrap_the_underlying_stream(
-    root: Context, llm: LlmService
-) -> None:
+async def test_lets_llm_stream_waterfall_listeners_wrap_the_underlying_stream(root: Context, llm: LlmService) -> None:
     """lets llm/stream waterfall listeners wrap the underlying stream"""
     llm.register_adapter(["m1"], ScriptedAdapter(HI))
     extra = text_delta(99, "!")
 
-    def wrap(
-        opts: GenerateOptions, next_: Callable[[], AsyncIterator[StreamChunk]]
-    ) -> AsyncIterator[StreamChunk]:
+    def wrap(opts: GenerateOptions, next_: Callable[[], AsyncIterator[StreamChunk]]) -> AsyncIterator[StreamChunk]:
         async def wrapped() -> AsyncIterator[StreamChunk]:
             yield extra
             async for chunk in next_():
@@ -139,9 +135,7 @@ async def test_lets_llm_generate_waterfall_listeners_intercept_and_transform_the
     """lets llm/generate waterfall listeners intercept and transform the result"""
     llm.register_adapter(["m1"], ScriptedAdapter(HI))
 
-    async def transform(
-        opts: GenerateOptions, next_: Callable[[], Awaitable[GenerateResult]]
-    ) -> GenerateResult:
+    async def transform(opts: GenerateOptions, next_: Callable[[], Awaitable[GenerateResult]]) -> GenerateResult:
         result = await next_()
         result.finish = {"kind": "max-tokens"}
         return result
@@ -183,9 +177,7 @@ def test_harness_error_carries_a_code_names_itself_by_subclass_and_chains_cause(
     assert not is_harness_error("a string")
 
 
-async def test_disposes_adapter_registration_on_adapter_change_event_emission(
-    root: Context, llm: LlmService
-) -> None:
+async def test_disposes_adapter_registration_on_adapter_change_event_emission(root: Context, llm: LlmService) -> None:
     """disposes adapter registration on adapter-change event emission"""
     seen: list[list[str]] = []
     root.on(LLM_ADAPTER_CHANGE, lambda: seen.append(llm.models()))
@@ -240,9 +232,7 @@ async def test_stream_blocks_flushes_delta_only_blocks_at_end_of_stream_matches_
     llm: LlmService,
 ) -> None:
     """streamBlocks flushes delta-only blocks at end of stream (matches generate())"""
-    llm.register_adapter(
-        ["m1"], ScriptedAdapter([text_delta(0, "a"), text_delta(1, "b"), text_delta(0, "c")])
-    )
+    llm.register_adapter(["m1"], ScriptedAdapter([text_delta(0, "a"), text_delta(1, "b"), text_delta(0, "c")]))
     blocks = await collect(llm.stream_blocks(options("m1")))
     assert blocks == [{"type": "text", "text": "ac"}, {"type": "text", "text": "b"}]
     assert blocks == (await llm.generate(options("m1"))).message["content"]

@@ -69,8 +69,7 @@ def test_extra_keys_on_a_known_block_are_allowed() -> None:
 def test_a_block_that_is_not_an_object_is_malformed() -> None:
     message = malformed(parse_content_block, "just text")
     assert (
-        message
-        == 'malformed content block: a content block must be an object with a string "type" (got "just text")'
+        message == 'malformed content block: a content block must be an object with a string "type" (got "just text")'
     )
 
 
@@ -107,9 +106,7 @@ def test_nested_tool_result_content_is_checked_and_every_problem_listed() -> Non
 def test_long_and_non_json_inputs_are_shown_shortened() -> None:
     long_text = "x" * 200
     message = malformed(parse_content_block, {"type": "text", "text": [long_text]})
-    assert (
-        message == 'malformed content block: text: Input should be a valid string (got ["' + "x" * 55 + "...)"
-    )
+    assert message == 'malformed content block: text: Input should be a valid string (got ["' + "x" * 55 + "...)"
     marker = object()
     assert repr(marker) in malformed(parse_content_block, marker)
 
@@ -126,9 +123,7 @@ def test_message_role_is_closed_and_content_must_be_a_list() -> None:
     assert malformed(parse_message, {"role": "tool", "content": []}) == (
         "malformed message: role: Input should be 'system', 'user' or 'assistant' (got \"tool\")"
     )
-    assert "content: Input should be a valid list" in malformed(
-        parse_message, {"role": "user", "content": "hi"}
-    )
+    assert "content: Input should be a valid list" in malformed(parse_message, {"role": "user", "content": "hi"})
     assert "content[0].text: Field required" in malformed(
         parse_message, {"role": "user", "content": [{"type": "text"}]}
     )
@@ -177,9 +172,7 @@ def test_stream_chunk_fields_are_checked_strictly() -> None:
     assert "block.name: Field required" in message
     assert "block.arguments: Field required" in message
     bad_finish = {"type": "finish", "reason": {"kind": "error"}}
-    assert (
-        malformed(parse_stream_chunk, bad_finish) == "malformed stream chunk: reason.message: Field required"
-    )
+    assert malformed(parse_stream_chunk, bad_finish) == "malformed stream chunk: reason.message: Field required"
     bad_usage = {"type": "usage", "usage": {"inputTokens": "1", "outputTokens": 2}}
     assert "usage.inputTokens: Input should be a valid integer" in malformed(parse_stream_chunk, bad_usage)
 

@@ -12,18 +12,12 @@ from dsh.core.session import Session, derive_messages
 
 texts = st.text(max_size=12)
 blocks = st.lists(st.builds(lambda value: {"type": "text", "text": value}, texts), max_size=3)
-sources = st.sampled_from(
-    [{"kind": "user"}, {"kind": "plugin", "plugin": "p"}, {"kind": "agent", "agentId": "a"}]
-)
+sources = st.sampled_from([{"kind": "user"}, {"kind": "plugin", "plugin": "p"}, {"kind": "agent", "agentId": "a"}])
 small = st.integers(min_value=0, max_value=9)
 
 message_events = st.one_of(
-    st.builds(
-        lambda content, source: ("user/message", {"content": content, "source": source}), blocks, sources
-    ),
-    st.builds(
-        lambda content, source: ("context/message", {"content": content, "source": source}), blocks, sources
-    ),
+    st.builds(lambda content, source: ("user/message", {"content": content, "source": source}), blocks, sources),
+    st.builds(lambda content, source: ("context/message", {"content": content, "source": source}), blocks, sources),
     st.builds(
         lambda turn, content, source: (
             "steering/message",
@@ -79,9 +73,7 @@ other_events = st.one_of(
         lambda call: ("tool/call", {"turn": 1, "step": 1, "callId": call, "name": "n", "arguments": "{}"}),
         texts,
     ),
-    st.builds(
-        lambda kind, value: (f"plugin/{kind}", {"content": [{"type": "text", "text": value}]}), texts, texts
-    ),
+    st.builds(lambda kind, value: (f"plugin/{kind}", {"content": [{"type": "text", "text": value}]}), texts, texts),
 )
 
 appends = st.lists(st.one_of(message_events, other_events), max_size=25)

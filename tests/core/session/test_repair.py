@@ -125,17 +125,13 @@ def test_synthesizes_a_result_for_each_of_multiple_unanswered_calls_in_log_order
         ("step/start", step(1, 1)),
         (
             "assistant/message",
-            assistant_message(
-                1, 1, tool_call_block("call-a"), tool_call_block("call-b"), tool_call_block("call-c")
-            ),
+            assistant_message(1, 1, tool_call_block("call-a"), tool_call_block("call-b"), tool_call_block("call-c")),
         ),
         ("tool/result", tool_result(1, 1, "call-a", "a done")),
         ("tool/result", tool_result(1, 1, "call-c", "c done")),
     )
     closers = interrupted_turn_closers(events)
-    assert [closer["data"].get("callId") for closer in closers if closer["type"] == "tool/result"] == [
-        "call-b"
-    ]
+    assert [closer["data"].get("callId") for closer in closers if closer["type"] == "tool/result"] == ["call-b"]
     assert [closer["type"] for closer in closers] == ["tool/result", "step/end", "turn/end"]
 
 

@@ -37,13 +37,9 @@ def _chat(session: Session) -> None:
     session.append("turn/start", turn_start(1))
     session.append("user/message", user_message("hi"))
     session.append("step/start", step(1, 1))
-    session.append(
-        "assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}
-    )
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}})
     session.append("assistant/message", assistant_message(1, 1, tool_call_block("c1", "read", '{"p":1}')))
-    session.append(
-        "tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": '{"p":1}'}
-    )
+    session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": '{"p":1}'})
     session.append("tool/result", tool_result(1, 1, "c1", "file body"))
     session.append("step/end", step(1, 1))
     session.append("turn/end", turn_end(1))
@@ -75,9 +71,7 @@ def test_accepts_and_round_trips_a_max_tokens_turn_end_reason() -> None:
 def test_renders_context_and_steering_messages_as_tagged_synthetic_user_content() -> None:
     """renders context and steering messages as tagged synthetic user content"""
     session = Session("s")
-    session.append(
-        "context/message", {"content": [text("ctx body")], "source": {"kind": "plugin", "plugin": "p"}}
-    )
+    session.append("context/message", {"content": [text("ctx body")], "source": {"kind": "plugin", "plugin": "p"}})
     session.append("steering/message", {"turn": 1, "content": [text("steer")], "source": {"kind": "user"}})
     messages = session.derive_messages()
     assert messages == [
@@ -143,9 +137,7 @@ def test_rejects_non_json_serializable_event_data_at_the_source_incl_sparse_arra
     ]
     session = Session("s")
     for value in bad_values:
-        with pytest.raises(
-            NotJsonError, match='session event "user/message" carries non-JSON-serializable data'
-        ):
+        with pytest.raises(NotJsonError, match='session event "user/message" carries non-JSON-serializable data'):
             session.append("user/message", {"content": value, "source": {"kind": "user"}})
     assert len(session.events) == 0
     assert session.seq == 0
@@ -163,9 +155,7 @@ def test_accepts_dense_arrays_and_nested_plain_objects() -> None:
 def test_validates_seed_events_rejects_a_non_json_serializable_seed() -> None:
     """validates seed events: rejects a non-JSON-serializable seed"""
     seed = [event("turn/start", 0, turn_start(1)), event("user/message", 1, {"content": (1,)})]
-    with pytest.raises(
-        NotJsonError, match=r'seed event "user/message" \(seq 1\) carries non-JSON-serializable data'
-    ):
+    with pytest.raises(NotJsonError, match=r'seed event "user/message" \(seq 1\) carries non-JSON-serializable data'):
         Session("s", seed)
 
 
@@ -202,9 +192,7 @@ def test_snapshots_the_seed_mutating_the_original_after_construction_does_not_af
     assert session.events[1]["data"]["content"][0]["text"] == "hi"
 
 
-def test_snapshots_append_data_mutating_the_passed_object_after_append_does_not_affect_session_events() -> (
-    None
-):
+def test_snapshots_append_data_mutating_the_passed_object_after_append_does_not_affect_session_events() -> None:
     """snapshots append data: mutating the passed object after append does not affect session.events"""
     session = Session("s")
     data = user_message("original")
@@ -362,9 +350,7 @@ def test_derive_hides_the_structured_tool_error_and_keeps_is_error() -> None:
     assert messages == [
         {
             "role": "user",
-            "content": [
-                {"type": "tool-result", "toolCallId": "c9", "content": [text("interrupted")], "isError": True}
-            ],
+            "content": [{"type": "tool-result", "toolCallId": "c9", "content": [text("interrupted")], "isError": True}],
         }
     ]
 
@@ -382,9 +368,7 @@ def test_derive_encodes_an_unknown_source_kind_as_json() -> None:
 
 
 def test_derive_accepts_any_iterable_of_events() -> None:
-    assert derive_messages(iter(log(("user/message", user_message("x"))))) == [
-        {"role": "user", "content": [text("x")]}
-    ]
+    assert derive_messages(iter(log(("user/message", user_message("x"))))) == [{"role": "user", "content": [text("x")]}]
 
 
 # -------------------------------------------------------------- turn helpers

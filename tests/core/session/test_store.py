@@ -33,9 +33,7 @@ async def _creator(root: Context, *args: Any, **kwargs: Any) -> tuple[Fiber, Ses
 
 
 # ------------------------------------------------------------- SPEC §3.7 titles
-async def test_creates_sessions_emits_session_created_and_session_event(
-    root: Context, store: SessionStore
-) -> None:
+async def test_creates_sessions_emits_session_created_and_session_event(root: Context, store: SessionStore) -> None:
     """creates sessions, emits session/created and session/event"""
     created: list[Session] = []
     logged: list[tuple[Session, SessionEvent]] = []
@@ -94,9 +92,7 @@ async def test_rejects_a_non_absolute_meta_cwd(root: Context, store: SessionStor
     """rejects a non-absolute meta.cwd"""
     created: list[Session] = []
     root.on(SESSION_CREATED, created.append)
-    with pytest.raises(
-        HarnessError, match='session cwd must be an absolute path, got "relative/dir"'
-    ) as caught:
+    with pytest.raises(HarnessError, match='session cwd must be an absolute path, got "relative/dir"') as caught:
         store.create("s", meta={"cwd": "relative/dir"})
     assert caught.value.code == "INVALID_CWD"
     assert store.get("s") is None
@@ -156,9 +152,7 @@ async def test_rolls_back_the_session_and_on_append_when_a_session_created_liste
 
 
 # ---------------------------------------------------- registry unload / rollback
-async def test_unload_dispose_the_creating_plugin_and_find_nothing_left(
-    root: Context, store: SessionStore
-) -> None:
+async def test_unload_dispose_the_creating_plugin_and_find_nothing_left(root: Context, store: SessionStore) -> None:
     """Every session a plugin created goes with the plugin; the ids become reusable."""
     listeners_before = root.listener_count(SESSION_EVENT)
     fiber, first = await _creator(root, "one")

@@ -149,9 +149,7 @@ VALID: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("kind", "data"), VALID, ids=[f"{kind}-{index}" for index, (kind, _) in enumerate(VALID)]
-)
+@pytest.mark.parametrize(("kind", "data"), VALID, ids=[f"{kind}-{index}" for index, (kind, _) in enumerate(VALID)])
 def test_parses_every_known_event_type_into_an_equal_plain_copy(kind: str, data: Any) -> None:
     raw = event(kind, 3, data, time=1_700_000_000_000)
     parsed = parse_session_event(raw)
@@ -295,9 +293,7 @@ def test_many_problems_are_summarized() -> None:
     with pytest.raises(HarnessError, match=r"\(and 1 more\)"):
         parse_session_event({"type": 1, "seq": "a", "time": "b"})
     with pytest.raises(HarnessError, match=r"\(and 2 more\)"):
-        parse_session_event(
-            event("tool/call", 0, {"turn": "1", "step": "1", "callId": 1, "name": 2, "arguments": 3})
-        )
+        parse_session_event(event("tool/call", 0, {"turn": "1", "step": "1", "callId": 1, "name": 2, "arguments": 3}))
 
 
 def test_parse_event_line_decodes_json_first() -> None:
@@ -381,16 +377,13 @@ def test_header_line_has_the_exact_key_order_and_omits_absent_keys() -> None:
     )
     full: Any = {"parentSession": "p", "cwd": "/wörk", "createdAt": 7, "id": "s", "version": 1}
     assert (
-        header_line(full)
-        == '{"type":"session","version":1,"id":"s","createdAt":7,"cwd":"/wörk","parentSession":"p"}'
+        header_line(full) == '{"type":"session","version":1,"id":"s","createdAt":7,"cwd":"/wörk","parentSession":"p"}'
     )
 
 
 # ----------------------------------------------------------- interop acceptance
 def _conformance_logs() -> list[Path]:
-    assert CONFORMANCE.is_dir(), (
-        f"conformance folder missing: {CONFORMANCE} (check out ../shared beside the project)"
-    )
+    assert CONFORMANCE.is_dir(), f"conformance folder missing: {CONFORMANCE} (check out ../shared beside the project)"
     logs = sorted(CONFORMANCE.glob("acp-snapshots/*/session.jsonl")) + sorted(
         CONFORMANCE.glob("acp-snapshots/*/session.golden.jsonl")
     )

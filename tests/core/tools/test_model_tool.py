@@ -84,10 +84,7 @@ async def test_tool_from_function_runs_with_validated_arguments_and_defaults(roo
         "content": [{"type": "text", "text": "a.txt:100"}],
         "isError": False,
     }
-    assert (
-        text_of((await root[TOOLS].execute(call("read_file", {"path": "b", "limit": 5, "x": 1}))).content)
-        == "b:5"
-    )
+    assert text_of((await root[TOOLS].execute(call("read_file", {"path": "b", "limit": 5, "x": 1}))).content) == "b:5"
 
 
 async def test_tool_from_function_reports_readable_violations(root: Context) -> None:
@@ -126,9 +123,7 @@ async def test_tool_from_function_passes_the_execution_to_a_parameter_annotated_
         return [{"type": "text", "text": reason}, {"type": "text", "text": str(execution.signal.aborted)}]
 
     tool = tool_from_function(stop)
-    execution = ToolExecution(
-        call_id="s", name="stop", arguments={"reason": "r"}, signal=AbortController().signal
-    )
+    execution = ToolExecution(call_id="s", name="stop", arguments={"reason": "r"}, signal=AbortController().signal)
 
     assert list(tool.parameters["properties"]) == ["reason"]
     assert await tool.execute({"reason": "r"}, execution) == [
@@ -177,9 +172,7 @@ async def test_tool_from_function_supports_rich_types_and_awkward_parameter_name
     assert text_of(await tool.execute(args, call("deploy"))) == "m.yaml|['a']|green|fast|2.0"
 
     with pytest.raises(ToolArgsError) as caught:
-        await tool.execute(
-            {"json": 1, "servers": [{"host": "a"}, {}], "mode": "warp", "color": "blue"}, call("d")
-        )
+        await tool.execute({"json": 1, "servers": [{"host": "a"}, {}], "mode": "warp", "color": "blue"}, call("d"))
     assert caught.value.violations == [
         '"json" must be a string',
         'missing required property "servers[1].host"',
@@ -216,9 +209,7 @@ async def test_tool_from_function_refuses_what_it_cannot_describe() -> None:
         tool_from_function(star)
     with pytest.raises(TypeError, match=r'parameter "path" .* is positional-only'):
         tool_from_function(positional)
-    with pytest.raises(
-        TypeError, match=r'parameter "path" of tool function .*untyped needs a type annotation'
-    ):
+    with pytest.raises(TypeError, match=r'parameter "path" of tool function .*untyped needs a type annotation'):
         tool_from_function(untyped)
     with pytest.raises(ValueError, match=r'tool "undocumented" has no description: give .* a docstring'):
         tool_from_function(undocumented)
@@ -242,10 +233,7 @@ async def test_a_body_returning_neither_text_nor_blocks_is_an_error_result(root:
     assert (await root[TOOLS].execute(call("blocks"))).content == [{"type": "image", "url": "data:x"}]
     failed = await root[TOOLS].execute(call("number"))
     assert failed.is_error is True
-    assert (
-        text_of(failed.content)
-        == 'Error: tool "number" returned int: return a str or a list of content blocks'
-    )
+    assert text_of(failed.content) == 'Error: tool "number" returned int: return a str or a list of content blocks'
     assert as_content("t", "x") == [{"type": "text", "text": "x"}]
 
 
@@ -274,10 +262,7 @@ async def test_define_model_tool_builds_the_schema_from_the_model() -> None:
         },
         "required": ["servers"],
     }
-    assert (
-        text_of(await tool.execute({"servers": [{"host": "a"}, {"host": "b", "port": 1}]}, call("d")))
-        == "a,b"
-    )
+    assert text_of(await tool.execute({"servers": [{"host": "a"}, {"host": "b", "port": 1}]}, call("d"))) == "a,b"
 
 
 async def test_define_model_tool_validates_and_reports_violations(root: Context) -> None:
@@ -376,9 +361,7 @@ async def test_parse_model_args_checks_json_strictly() -> None:
 
     assert parse_model_args(Args, {"n": 1}).n == 1.0
     with pytest.raises(ToolArgsError) as caught:
-        parse_model_args(
-            Args, {"n": "1", "flag": 1, "pick": {}, "items": [1, "x"], "table": {"a": "b"}, "pair": "ab"}
-        )
+        parse_model_args(Args, {"n": "1", "flag": 1, "pick": {}, "items": [1, "x"], "table": {"a": "b"}, "pair": "ab"})
     assert caught.value.violations == [
         '"n" must be a number',
         '"flag" must be a boolean',

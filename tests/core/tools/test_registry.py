@@ -110,9 +110,7 @@ async def test_executes_a_tool_and_returns_its_content(root: Context) -> None:
 
     result = await root[TOOLS].execute(call("echo", call_id="call-7"))
 
-    assert result == ToolExecutionResult(
-        call_id="call-7", content=[{"type": "text", "text": "hi"}], is_error=False
-    )
+    assert result == ToolExecutionResult(call_id="call-7", content=[{"type": "text", "text": "hi"}], is_error=False)
     assert result.to_json() == {
         "callId": "call-7",
         "content": [{"type": "text", "text": "hi"}],
@@ -194,9 +192,7 @@ async def test_lets_tools_execute_waterfall_listeners_veto_a_call_permission_pat
 
     result = await root[TOOLS].execute(call("rm", call_id="r1"))
 
-    assert result == ToolExecutionResult(
-        call_id="r1", content=[{"type": "text", "text": "denied"}], is_error=True
-    )
+    assert result == ToolExecutionResult(call_id="r1", content=[{"type": "text", "text": "denied"}], is_error=True)
     assert ran == []
 
 
@@ -347,9 +343,7 @@ async def test_cancellation_is_never_turned_into_a_result(root: Context) -> None
 async def test_schemas_snapshots_tool_schemas_instead_of_exposing_registry_objects(root: Context) -> None:
     """schemas() snapshots tool schemas instead of exposing registry objects"""
     parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
-    definition = ToolDefinition(
-        name="read", description="read", parameters=parameters, execute=text_tool("x").execute
-    )
+    definition = ToolDefinition(name="read", description="read", parameters=parameters, execute=text_tool("x").execute)
     root[TOOLS].register(definition)
 
     first = root[TOOLS].schemas()
@@ -468,9 +462,7 @@ async def test_the_registry_waits_for_the_system_prompt_service() -> None:
     assert ToolRegistry.inject == ["system_prompt"]
 
     started: asyncio.Future[Context] = asyncio.get_running_loop().create_future()
-    await ctx.plugin(
-        PluginSpec(name="waiter", apply=lambda c, _config: started.set_result(c), inject=["tools"])
-    )
+    await ctx.plugin(PluginSpec(name="waiter", apply=lambda c, _config: started.set_result(c), inject=["tools"]))
     await ctx.plugin(SystemPrompt)
     await started
 

@@ -188,9 +188,7 @@ async def test_still_accepts_raw_json_schema_tool_definition_directly_mcp_intero
     async def search(args: Any, execution: ToolExecution) -> list[ContentBlock]:
         return reply(f"searched {args['query']}")
 
-    root[TOOLS].register(
-        ToolDefinition(name="mcp_search", description="search", parameters=parameters, execute=search)
-    )
+    root[TOOLS].register(ToolDefinition(name="mcp_search", description="search", parameters=parameters, execute=search))
 
     assert root[TOOLS].schemas()[0]["parameters"] == parameters
     assert (await root[TOOLS].execute(call("mcp_search", {"query": "x"}))).content == reply("searched x")
@@ -258,9 +256,7 @@ async def test_define_tool_strict_false_is_included(root: Context) -> None:
 
 async def test_handles_enum_and_default_together_in_one_property() -> None:
     """handles enum and default together in one property"""
-    spec: SchemaSpec = {
-        "mode": {"type": "string", "description": "speed", "enum": ["a", "b"], "default": "a"}
-    }
+    spec: SchemaSpec = {"mode": {"type": "string", "description": "speed", "enum": ["a", "b"], "default": "a"}}
 
     mode = schema_spec_to_json_schema(spec)["properties"]["mode"]
     assert mode == {"type": "string", "description": "speed", "enum": ["a", "b"], "default": "a"}
@@ -373,9 +369,7 @@ async def test_infer_args_recurses_into_array_items_including_arrays_of_objects(
 
     assert typing.get_type_hints(DeployArgs)["servers"] == list[Server]
     assert Server.__required_keys__ == required_keys(item_spec) == frozenset({"host"})
-    assert await tool.execute(
-        {"servers": [{"host": "a", "port": 1}, {"host": "b"}]}, call("deploy")
-    ) == reply("a,b")
+    assert await tool.execute({"servers": [{"host": "a", "port": 1}, {"host": "b"}]}, call("deploy")) == reply("a,b")
     with pytest.raises(ToolArgsError) as caught:
         await tool.execute({"servers": [{"host": "a"}, {"port": 2}, "c"]}, call("deploy"))
     assert caught.value.violations == [
@@ -564,9 +558,7 @@ async def test_nested_paths_compose_through_arrays_of_arrays() -> None:
         }
     }
 
-    assert validate_args(spec, {"grid": [[{"v": 1}], [{"v": 2}, {"v": "x"}]]}) == [
-        '"grid[1][1].v" must be a number'
-    ]
+    assert validate_args(spec, {"grid": [[{"v": 1}], [{"v": 2}, {"v": "x"}]]}) == ['"grid[1][1].v" must be a number']
 
 
 # ------------------------------------------------------------------------ defineTool validation
@@ -583,9 +575,7 @@ async def test_returns_an_is_error_result_with_the_violations_when_the_model_sen
     assert block["type"] == "text"
     assert "invalid arguments" in block["text"]
     assert 'missing required property "text"' in block["text"]
-    assert block["text"] == (
-        'Error: invalid arguments: missing required property "text"; "upper" must be a boolean'
-    )
+    assert block["text"] == ('Error: invalid arguments: missing required property "text"; "upper" must be a boolean')
 
 
 async def test_runs_execute_normally_when_args_are_valid(root: Context) -> None:
@@ -710,16 +700,12 @@ def present_read(args: ReadArgs) -> ToolCallPresentation:
 
 def present_read_result(args: ReadArgs, result: ToolResult) -> ToolResultPresentation:
     size = sum(len(block["text"]) for block in result.content if block["type"] == "text")
-    return ToolResultPresentation(
-        title=f"{args['path']}: {size} chars", terminal=ToolTerminal(output="", exit_code=0)
-    )
+    return ToolResultPresentation(title=f"{args['path']}: {size} chars", terminal=ToolTerminal(output="", exit_code=0))
 
 
 async def test_threads_present_call_present_result_onto_the_tool_definition_with_typed_args() -> None:
     """threads presentCall/presentResult onto the ToolDefinition with typed args"""
-    tool = define_tool(
-        "read", "Read", READ_SPEC, read, present_call=present_read, present_result=present_read_result
-    )
+    tool = define_tool("read", "Read", READ_SPEC, read, present_call=present_read, present_result=present_read_result)
 
     assert tool.present_call is not None
     assert tool.present_result is not None
@@ -732,9 +718,7 @@ async def test_threads_present_call_present_result_onto_the_tool_definition_with
     )
 
 
-async def test_a_tool_without_present_call_present_result_leaves_them_undefined_ui_falls_back_generically() -> (  # noqa: E501
-    None
-):
+async def test_a_tool_without_present_call_present_result_leaves_them_undefined_ui_falls_back_generically() -> None:
     """a tool without presentCall/presentResult leaves them undefined (UI falls back generically)"""
     tool = define_tool("read", "Read", READ_SPEC, read)
 
@@ -742,13 +726,11 @@ async def test_a_tool_without_present_call_present_result_leaves_them_undefined_
     assert tool.present_result is None
 
 
-async def test_present_call_present_result_validate_softly_malformed_args_return_undefined_never_throw_display_runs_on_replay() -> (  # noqa: E501
+async def test_present_call_present_result_validate_softly_malformed_args_return_undefined_never_throw_display_runs_on_replay() -> (
     None
 ):
-    """presentCall/presentResult validate softly: malformed args return undefined, never throw (display runs on replay)"""  # noqa: E501
-    tool = define_tool(
-        "read", "Read", READ_SPEC, read, present_call=present_read, present_result=present_read_result
-    )
+    """presentCall/presentResult validate softly: malformed args return undefined, never throw (display runs on replay)"""
+    tool = define_tool("read", "Read", READ_SPEC, read, present_call=present_read, present_result=present_read_result)
     assert tool.present_call is not None
     assert tool.present_result is not None
     result = ToolResult(content=reply("x"), is_error=True)

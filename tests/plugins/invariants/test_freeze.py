@@ -15,9 +15,7 @@ from hypothesis import strategies as st
 from dsh.core.session import is_json_value, json_snapshot
 from dsh.plugins.invariants import FrozenDict, FrozenList, deep_freeze
 
-json_scalars = (
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
-)
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 json_values = st.recursive(
     json_scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),

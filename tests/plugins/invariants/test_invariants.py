@@ -47,9 +47,7 @@ def close_turn(session: Session, turn: int = 1) -> None:
 
 
 def tool_call(session: Session, call_id: str, turn: int = 1, step: int = 1) -> None:
-    session.append(
-        "tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "echo", "arguments": "{}"}
-    )
+    session.append("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "echo", "arguments": "{}"})
 
 
 def tool_result(session: Session, call_id: str, turn: int = 1, step: int = 1, **extra: Any) -> None:
@@ -79,9 +77,7 @@ async def test_accepts_a_well_formed_turn_step_tool_sequence() -> None:
     open_turn(session)
     session.append("user/message", {"content": text("hi"), "source": USER})
     open_step(session)
-    session.append(
-        "assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}
-    )
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}})
     session.append("assistant/message", {"turn": 1, "step": 1, "content": text("x")})
     tool_call(session, "c1")
     tool_result(session, "c1")
@@ -171,9 +167,7 @@ async def test_rejects_an_assistant_chunk_outside_an_open_step() -> None:
     session = sessions.create("s")
     open_turn(session)
 
-    with pytest.raises(
-        InvariantError, match="assistant/chunk names turn 1/step 1 but open is turn 1/step null"
-    ):
+    with pytest.raises(InvariantError, match="assistant/chunk names turn 1/step 1 but open is turn 1/step null"):
         session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "usage", "usage": {}}})
 
 
@@ -188,9 +182,7 @@ async def test_rejects_a_message_event_appended_outside_any_open_turn_turn_enclo
     ):
         session.append("user/message", {"content": text("hi"), "source": USER})
     with pytest.raises(InvariantError, match="context/message appended outside any open turn"):
-        session.append(
-            "context/message", {"content": text("ctx"), "source": {"kind": "plugin", "plugin": "p"}}
-        )
+        session.append("context/message", {"content": text("ctx"), "source": {"kind": "plugin", "plugin": "p"}})
 
 
 async def test_rejects_usage_error_and_plugin_added_events_appended_outside_any_open_turn() -> None:
@@ -232,9 +224,7 @@ async def test_rejects_a_tool_result_with_no_prior_tool_call() -> None:
         tool_result(session, "c9")
 
 
-async def test_allows_a_synthetic_interrupted_tool_result_from_crash_repair_without_a_prior_tool_call() -> (
-    None
-):
+async def test_allows_a_synthetic_interrupted_tool_result_from_crash_repair_without_a_prior_tool_call() -> None:
     """allows a synthetic interrupted tool/result from crash repair without a prior tool/call event"""
     _, sessions, _ = await boot()
     session = sessions.create("s")
@@ -251,9 +241,7 @@ async def test_allows_a_synthetic_interrupted_tool_result_from_crash_repair_with
     with pytest.raises(InvariantError, match="tool/result for other with no prior tool/call"):
         tool_result(session, "other", 2, isError=True, error={"name": "Other", "code": "other"})
     with pytest.raises(InvariantError, match="tool/result for late with no prior tool/call"):
-        tool_result(
-            session, "late", 2, isError=False, error={"name": "InterruptedError", "code": "interrupted"}
-        )
+        tool_result(session, "late", 2, isError=False, error={"name": "InterruptedError", "code": "interrupted"})
 
 
 async def test_allows_a_tool_call_with_no_matching_tool_result_thrown_waterfall_ends_the_step() -> None:
@@ -387,9 +375,7 @@ async def test_rejects_an_assistant_message_naming_the_wrong_step() -> None:
     open_turn(session)
     open_step(session)
 
-    with pytest.raises(
-        InvariantError, match="assistant/message names turn 1/step 2 but open is turn 1/step 1"
-    ):
+    with pytest.raises(InvariantError, match="assistant/message names turn 1/step 2 but open is turn 1/step 1"):
         session.append("assistant/message", {"turn": 1, "step": 2, "content": text("x")})
 
 
@@ -415,9 +401,7 @@ async def test_a_tool_call_with_a_non_string_id_is_never_answered() -> None:
     session.append("tool/call", {"turn": 1, "step": 1, "callId": ["odd"], "name": "n", "arguments": ""})
 
     with pytest.raises(InvariantError, match=r"tool/result for \['odd'\] with no prior tool/call"):
-        session.append(
-            "tool/result", {"turn": 1, "step": 1, "callId": ["odd"], "content": [], "isError": False}
-        )
+        session.append("tool/result", {"turn": 1, "step": 1, "callId": ["odd"], "content": [], "isError": False})
 
 
 async def test_an_event_for_a_session_the_store_never_announced_starts_a_fresh_trace() -> None:

@@ -2,7 +2,6 @@
 committed event is lost."""
 
 # Tests inspect small local files synchronously on purpose.
-# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 

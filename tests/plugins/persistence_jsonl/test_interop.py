@@ -6,7 +6,6 @@ whose derived history matches the file, and re-serializes to the same JSON value
 """
 
 # Tests inspect small local files synchronously on purpose.
-# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 

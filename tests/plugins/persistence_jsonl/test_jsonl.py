@@ -1,7 +1,6 @@
 """SessionPersistenceJsonl: durability, crash semantics, write path and edge cases (SPEC §4b)."""
 
 # Tests inspect small local files synchronously on purpose.
-# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """SessionPersistenceSqlite: scan_rows, durability, schema and edge cases (SPEC §4c)."""
 
 # Tests inspect small local files synchronously on purpose.
-# ruff: noqa: ASYNC240
 
 from __future__ import annotations
 

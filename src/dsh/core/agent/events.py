@@ -102,16 +102,14 @@ AGENT_STEP_END: EmitEvent[[Agent, int, int]] = EmitEvent(
 )
 """A step was closed. See ``doc``."""
 
-AGENT_REQUEST: WaterfallEvent[[Agent, int, int, GenerateOptions], Awaitable[GenerateOptions]] = (
-    WaterfallEvent(
-        "agent/request",
-        doc="""waterfall ``(agent, turn, step, options, next) -> Awaitable[GenerateOptions]``.
+AGENT_REQUEST: WaterfallEvent[[Agent, int, int, GenerateOptions], Awaitable[GenerateOptions]] = WaterfallEvent(
+    "agent/request",
+    doc="""waterfall ``(agent, turn, step, options, next) -> Awaitable[GenerateOptions]``.
 
     Runs before each model call. Listeners edit ``options`` (the model, system prompt,
     tools, messages) and return ``next()``; one that owns the decision may return an
     awaitable of other options without calling ``next()``. A raise fails the step.
     """,
-    )
 )
 """Shapes (or replaces) each model request. See ``doc``."""
 

@@ -163,9 +163,7 @@ def json_snapshot(value: T) -> T:
         return _copy(value, set())  # type: ignore[no-any-return]
     except _Offender as offense:
         path = _format_path(offense.segments)
-        raise NotJsonError(
-            f"not a JSON value at {path}: {offense.reason}", reason=offense.reason, path=path
-        ) from None
+        raise NotJsonError(f"not a JSON value at {path}: {offense.reason}", reason=offense.reason, path=path) from None
     except RecursionError:
         reason = "nesting too deep to serialize"
         raise NotJsonError(f"not a JSON value: {reason}", reason=reason) from None

@@ -73,9 +73,7 @@ def interrupted_turn_closers(events: Iterable[SessionEvent]) -> list[SessionEven
         )
         seq += 1
     if open_step is not None:
-        closers.append(
-            {"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}}
-        )
+        closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})
         seq += 1
     closers.append(
         {

@@ -81,8 +81,7 @@ def _seed_log(seed: Iterable[SessionEvent]) -> list[SessionEvent]:
         seq = event.get("seq")
         if type(seq) is not int or seq != index:
             raise HarnessError(
-                f"seed event at index {index} has seq {seq} (expected {index}); "
-                "seed must be contiguous from 0",
+                f"seed event at index {index} has seq {seq} (expected {index}); seed must be contiguous from 0",
                 "INVALID_SEED",
             )
         kind = event["type"]
@@ -90,8 +89,7 @@ def _seed_log(seed: Iterable[SessionEvent]) -> list[SessionEvent]:
             data = json_snapshot(event["data"])
         except NotJsonError as error:
             raise NotJsonError(
-                f'seed event "{kind}" (seq {seq}) carries non-JSON-serializable data: '
-                f"{error.reason} at {error.path}",
+                f'seed event "{kind}" (seq {seq}) carries non-JSON-serializable data: {error.reason} at {error.path}',
                 reason=error.reason,
                 path=error.path,
                 cause=error,

@@ -429,8 +429,7 @@ def parse_session_event(value: object) -> SessionEvent:
             payload.validate_python(event["data"])
         except ValidationError as error:
             raise HarnessError(
-                f'malformed "{kind}" event (seq {event["seq"]}): {_problems(error)} '
-                "(see SPEC §3.1 for its data shape)",
+                f'malformed "{kind}" event (seq {event["seq"]}): {_problems(error)} (see SPEC §3.1 for its data shape)',
                 "MALFORMED",
                 cause=error,
             ) from error
@@ -493,9 +492,7 @@ def parse_session_header_line(line: str) -> SessionHeader:
 # ----------------------------------------------------------------------- writing
 def session_event_line(event: SessionEvent) -> str:
     """The JSONL text of ``event``: ``{"type","seq","time","data"}`` compact, no newline."""
-    return dumps_json(
-        {"type": event["type"], "seq": event["seq"], "time": event["time"], "data": event["data"]}
-    )
+    return dumps_json({"type": event["type"], "seq": event["seq"], "time": event["time"], "data": event["data"]})
 
 
 def header_line(header: SessionHeader) -> str:

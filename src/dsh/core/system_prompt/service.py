@@ -81,9 +81,7 @@ class SystemPrompt(Service):
         concatenated in provider registration order. A raise from a provider or a
         listener propagates.
         """
-        sections = sorted(
-            (copy.copy(section) for section in self._sections), key=lambda section: section.order
-        )
+        sections = sorted((copy.copy(section) for section in self._sections), key=lambda section: section.order)
         tools = [_snapshot_schema(schema) for provider in tuple(self._providers) for schema in provider()]
         assembly = PromptAssembly(sections=sections, tools=tools)
         return await self.ctx.waterfall(SYSTEM_PROMPT_ASSEMBLE, assembly, inner=lambda: _resolved(assembly))

@@ -166,9 +166,7 @@ def as_content(tool: str, value: object) -> list[ContentBlock]:
         return [text(value)]
     if isinstance(value, list):
         return value
-    raise TypeError(
-        f'tool "{tool}" returned {type(value).__name__}: return a str or a list of content blocks'
-    )
+    raise TypeError(f'tool "{tool}" returned {type(value).__name__}: return a str or a list of content blocks')
 
 
 # -------------------------------------------------------------------- authoring
@@ -191,9 +189,7 @@ def define_model_tool(
         parsed = parse_model_args(args_model, args)
         return as_content(name, await execute(parsed, execution))
 
-    return ToolDefinition(
-        name=name, description=description, parameters=parameters, execute=run, strict=strict
-    )
+    return ToolDefinition(name=name, description=description, parameters=parameters, execute=run, strict=strict)
 
 
 def tool_from_function(
@@ -220,9 +216,7 @@ def tool_from_function(
     tool_name = name if name is not None else fn.__name__
     doc = description if description is not None else inspect.getdoc(fn)
     if not doc:
-        raise ValueError(
-            f'tool "{tool_name}" has no description: give {label} a docstring or pass description='
-        )
+        raise ValueError(f'tool "{tool_name}" has no description: give {label} a docstring or pass description=')
     hints = typing.get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     parameters: dict[str, str] = {}

@@ -75,22 +75,16 @@ def check_event(trace: SessionTrace, event: Mapping[str, Any]) -> None:
         turn = data.get("turn")
         step = data.get("step")
         if trace.open_turn is None or turn != trace.open_turn:
-            raise InvariantError(
-                f"step/start in turn {_show(turn)} but open turn is {_show(trace.open_turn)}"
-            )
+            raise InvariantError(f"step/start in turn {_show(turn)} but open turn is {_show(trace.open_turn)}")
         if trace.open_step is not None:
             raise InvariantError(f"step/start {_show(step)} while step {trace.open_step} is still open")
         if step != trace.next_step:
-            raise InvariantError(
-                f"step/start expected step {trace.next_step} in turn {turn}, got {_show(step)}"
-            )
+            raise InvariantError(f"step/start expected step {trace.next_step} in turn {turn}, got {_show(step)}")
         trace.open_step = step
     elif kind in _STEP_SCOPED:
         _check_step_scoped(trace, kind, data)
     elif trace.open_turn is None:
-        raise InvariantError(
-            f"{_show(kind)} appended outside any open turn (every event must be turn-enclosed)"
-        )
+        raise InvariantError(f"{_show(kind)} appended outside any open turn (every event must be turn-enclosed)")
 
 
 def _check_step_scoped(trace: SessionTrace, kind: str, data: Mapping[str, Any]) -> None:
