@@ -1,0 +1,82 @@
+"""What ui-stdio prints for agent activity (SPEC §15, "Rendering").
+
+One :class:`Renderer` per output. Its only state is whether the output is inside a
+dimmed reasoning run, which every other kind of output ends first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dsh.core.llm import StreamChunk
+from dsh.core.session import SessionEvent
+
+DIM = "\x1b[2m"
+"""SGR "faint": starts a reasoning run."""
+
+RESET = "\x1b[0m"
+"""SGR reset: ends a reasoning run."""
+
+PROMPT = "\n> "
+"""Written after every turn (and after the welcome banner)."""
+
+
+def result_text(content: Any) -> str:
+    """The text blocks of a tool result's ``content``, concatenated; other blocks are skipped."""
+    return "".join(block["text"] for block in content if block.get("type") == "text")
+
+
+class Renderer:
+    """Renders stream chunks, turn boundaries and tool activity through ``write``.
+
+    ``write`` receives every piece of text in order and must not raise (an exception
+    propagates to the emitter of the event being rendered, which fails that turn).
+    Unknown chunk and event types render nothing.
+    """
+
+    __slots__ = ("_dim", "_write")
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+        self._dim = False
+
+    @property
+    def dim(self) -> bool:
+        """True inside a reasoning run (the output is in the faint style)."""
+        return self._dim
+
+    def chunk(self, chunk: StreamChunk) -> None:
+        """``agent/stream-chunk``: reasoning is dimmed, text is written verbatim."""
+        if chunk["type"] == "reasoning-delta":
+            if not self._dim:
+                self._dim = True
+                self._write(DIM)
+            self._write(chunk["text"])
+        elif chunk["type"] == "text-delta":
+            self._undim("\n")
+            self._write(chunk["text"])
+
+    def turn_start(self, agent_id: str, turn: int) -> None:
+        """``agent/turn-start``: the ``[<agent> turn <n>]`` marker."""
+        self._write(f"\n[{agent_id} turn {turn}] ")
+
+    def turn_end(self) -> None:
+        """``agent/turn-end``: end a reasoning run, then the prompt."""
+        self._undim("")
+        self._write(PROMPT)
+
+    def session_event(self, event: SessionEvent) -> None:
+        """``session/event``: ``tool/call`` and ``tool/result`` lines; other events render nothing."""
+        kind = event["type"]
+        data = event["data"]
+        if kind == "tool/call":
+            self._undim("")
+            self._write(f"\n  [tool call] {data['name']}({data['arguments']})")
+        elif kind == "tool/result":
+            self._write(f"\n  [tool result] {result_text(data['content'])}\n  ")
+
+    def _undim(self, after: str) -> None:
+        if self._dim:
+            self._dim = False
+            self._write(RESET + after)
