@@ -1,0 +1,119 @@
+"""The agent a command drives, and how its turns ended.
+
+:func:`start_agent` creates (or resumes) agent :data:`MAIN_AGENT` through the booted
+tree's ``agents`` registry, so whichever loop the tree loaded runs it. A new session
+gets a random id and the workspace (``--cwd``) as its ``cwd``; a resumed one keeps
+its own. :func:`turn_outcome` reads the log, never flags, to say how the turn a
+prompt started has ended, and :func:`exit_status` maps that to ``dsh``'s exit status.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from dsh.cli.errors import CliError
+from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree
+from dsh.cli.settings import Settings
+from dsh.core.agent import AGENTS, Agent, AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from dsh.core.errors import HarnessError
+from dsh.core.llm import LLM
+from dsh.core.session import Session
+from dsh.kernel import Context
+
+MAIN_AGENT = "main"
+"""The id of the agent ``dsh run`` and ``dsh chat`` drive."""
+
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_MAX_TOKENS = 3
+EXIT_INTERRUPTED = 130
+
+
+def agent_model(root: Context, tree: Tree) -> str | None:
+    """The model to ask: the tree's (``--model`` or the profile's), else the first one the tree serves."""
+    if tree.model is not None:
+        return tree.model
+    llm = root.get(LLM)
+    models = llm.models() if llm is not None else []
+    return models[0] if models else None
+
+
+async def start_agent(root: Context, tree: Tree, settings: Settings, resume: str | None = None) -> Agent:
+    """Create agent :data:`MAIN_AGENT` on a fresh session in ``settings.cwd``, or resume session ``resume``.
+
+    The agent belongs to ``root``'s fiber. Raises :class:`CliError` when the tree has
+    no ``agents`` service or the registry refuses (no loop loaded, an unknown or
+    damaged session, persistence missing for a resume).
+    """
+    agents = root.get(AGENTS)
+    if agents is None:
+        raise CliError(f"{tree.label} provides no agents service: add an entry with name agents (and agent-loop)")
+    options = AgentOptions(model=agent_model(root, tree), system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT)
+    try:
+        if resume is not None:
+            return await agents.resume(
+                ResumeAgentOptions(agent_id=MAIN_AGENT, resume_session_id=resume, agent_options=options)
+            )
+        return agents.create(
+            CreateAgentOptions(
+                agent_id=MAIN_AGENT,
+                session_id=str(uuid.uuid4()),
+                meta={"cwd": str(settings.cwd)},
+                agent_options=options,
+            )
+        )
+    except HarnessError as error:
+        what = f'cannot resume session "{resume}"' if resume is not None else "cannot start the agent"
+        raise CliError(f"{what}: {error}") from error
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How the first turn at or after a log position ended.
+
+    ``turn`` is None when no turn started there (the turn failed before its
+    ``turn/start``); ``reason`` is the ``turn/end`` reason, None while it is open.
+    """
+
+    turn: int | None
+    reason: dict[str, Any] | None
+
+
+def turn_outcome(session: Session, since: int) -> TurnOutcome:
+    """The outcome of the first message-triggered turn logged at ``seq >= since``."""
+    turn: int | None = None
+    for event in session.events[since:]:
+        data = event["data"]
+        if turn is None and event["type"] == "turn/start" and data["trigger"]["kind"] == "message":
+            turn = data["turn"]
+        elif turn is not None and event["type"] == "turn/end" and data["turn"] == turn:
+            return TurnOutcome(turn, dict(data["reason"]))
+    return TurnOutcome(turn, None)
+
+
+def exit_status(reason: dict[str, Any] | None) -> int:
+    """0 completed, 3 max-tokens, 130 aborted, 1 anything else (error, disposed, never ended)."""
+    kind = reason.get("kind") if reason is not None else None
+    if kind == "completed":
+        return EXIT_COMPLETED
+    if kind == "max-tokens":
+        return EXIT_MAX_TOKENS
+    if kind == "aborted":
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED
+
+
+def describe_reason(reason: dict[str, Any] | None) -> str:
+    """A turn-end reason for a human: ``completed``, ``aborted (interrupted)``, ``error: msg [CODE]``."""
+    if reason is None:
+        return "did not end"
+    kind = str(reason.get("kind"))
+    if kind == "error":
+        code = reason.get("code")
+        return f"error: {reason.get('message')}" + (f" [{code}]" if code else "")
+    if kind == "aborted" and reason.get("reason"):
+        return f"aborted ({reason['reason']})"
+    return kind

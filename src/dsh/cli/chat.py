@@ -1,0 +1,128 @@
+"""``dsh chat``: the interactive chat.
+
+Boots the tree, creates (or with ``--resume`` resumes) the agent, and runs the
+``ui-stdio`` chat on it (:func:`~dsh.plugins.ui_stdio.create_stdio_chat`): each line
+typed goes to the agent (``send`` when idle, ``steer`` while it works). At end of
+input the chat ends once the agent has settled; the tree is then disposed, which
+flushes the session log.
+
+On a terminal (stdout is a tty, no ``--plain``) the answers are drawn by
+:class:`~dsh.cli.terminal.TerminalView` (markdown, a spinner, tool cards);
+otherwise ui-stdio prints plain text. Ctrl-C aborts the turn in progress (the log
+records ``aborted``); when nothing runs, it ends the chat (status 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+from dsh.cli.agent import EXIT_INTERRUPTED, MAIN_AGENT, agent_model, start_agent
+from dsh.cli.boot import booted, logging_to_stderr
+from dsh.cli.errors import CliError, report
+from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
+from dsh.cli.run import INTERRUPT_REASON
+from dsh.cli.settings import Settings
+from dsh.cli.signals import on_signals
+from dsh.core.agent import AGENTS
+from dsh.kernel import Context, PluginSpec
+
+if TYPE_CHECKING:  # the rich console is imported only on a terminal
+    from rich.console import Console
+
+
+class _Discard:
+    """A text sink that drops everything (ui-stdio's own rendering, when the terminal view draws)."""
+
+    def write(self, text: str, /) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+def welcome_text(session_id: str, model: str | None, *, resumed: bool) -> str:
+    """The banner: what runs, on which session, and how to quit."""
+    what = "resumed session" if resumed else "session"
+    line = f"dsh chat · {what} {session_id} · model {model or '(none)'}"
+    if model == DEMO_MODEL:
+        line += " (the keyless demo: a scripted model that runs real bash commands)"
+    return f"{line}\nType a message and press Enter. Ctrl-C aborts a turn; Ctrl-D quits."
+
+
+async def chat(
+    tree: Tree,
+    settings: Settings,
+    *,
+    resume: str | None = None,
+    plain: bool = True,
+    stdin: int | None = None,
+    console: Console | None = None,
+) -> int:
+    """Run the chat on ``tree``; ``plain`` selects ui-stdio's text over the terminal view.
+
+    ``stdin`` is the descriptor lines are read from (default: this process's);
+    ``console`` the rich console of the terminal view (default: one on stdout).
+    Returns the exit status: 0 after end of input, 130 after a Ctrl-C while idle.
+    """
+    from dsh.plugins.ui_stdio import StdioRuntime, create_stdio_chat, read_lines
+
+    in_fd = sys.stdin.fileno() if stdin is None else stdin
+    async with booted(tree) as root:
+        agent = await start_agent(root, tree, settings, resume)
+        banner = welcome_text(agent.session.id, agent_model(root, tree), resumed=resume is not None)
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def finish(code: int) -> None:
+            if not done.done():
+                done.set_result(code)
+
+        view = None
+        if plain:
+            output: Any = sys.stdout
+        else:
+            from rich.console import Console
+
+            from dsh.cli.terminal import TerminalView
+
+            view = TerminalView(root, agent, console if console is not None else Console())
+            view.welcome(banner)
+            output = _Discard()
+        runtime = StdioRuntime(input=read_lines(in_fd), output=output, exit=finish)
+        config = {"welcome": banner, "agent": MAIN_AGENT}
+
+        def start(ctx: Context, _raw: Any) -> Any:
+            return create_stdio_chat(ctx, config, runtime)
+
+        def interrupt() -> None:
+            if agent.status == "running":
+                agent.cancel(INTERRUPT_REASON)
+            else:
+                finish(EXIT_INTERRUPTED)
+
+        try:
+            with on_signals(interrupt, signal.SIGINT):
+                await root.plugin(PluginSpec(name="dsh-chat", inject=[AGENTS.name], apply=start))
+                code = await done
+        finally:
+            if view is not None:
+                view.close()
+        if plain:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        return code
+
+
+async def command(args: argparse.Namespace) -> int:
+    """The ``chat`` subcommand."""
+    try:
+        settings = Settings.from_args(args)
+        tree = resolve_tree(settings)
+        plain = bool(args.plain) or not sys.stdout.isatty()
+        with logging_to_stderr(settings.verbose):
+            return await chat(tree, settings, resume=args.resume, plain=plain)
+    except CliError as error:
+        return report(error)

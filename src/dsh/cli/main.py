@@ -1,0 +1,210 @@
+"""The ``dsh`` console entry point: the parser and the dispatch to each subcommand.
+
+``dsh --version`` prints ``dsh <version>``; ``dsh --help`` (or ``dsh`` alone) prints
+the usage; both exit 0. A bad option exits 2 with the usage on stderr. Each
+subcommand lives in its own module, imported only when it runs, so that ``dsh
+--version`` and ``--help`` stay fast: this module imports nothing heavier than
+``argparse``.
+
+Global options (``--config``, ``--model``, ``--sessions-root``, ``--cwd``, ``--demo``,
+...) are accepted before or after the subcommand name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeAlias, cast
+
+from dsh import __version__
+
+RUN_EPILOG = """\
+exit status:
+  0    the turn completed
+  1    the turn failed (the model or a tool reported an error), or dsh could not start
+       (a bad plugin tree, an unknown session id); the reason is on stderr
+  2    usage error, or no model is configured (see --demo)
+  3    the model stopped at its output limit (max-tokens)
+  130  interrupted: Ctrl-C aborted the turn (a second Ctrl-C exits at once)
+
+The session id is printed on stderr; continue the conversation with --resume ID."""
+
+Command: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+"""A subcommand: parsed arguments in, exit status out."""
+
+COMMANDS: dict[str, str] = {
+    "run": "dsh.cli.run",
+    "chat": "dsh.cli.chat",
+    "acp": "dsh.cli.serve_acp",
+    "sessions": "dsh.cli.sessions",
+    "config": "dsh.cli.show_config",
+}
+"""Each subcommand's module; it defines ``async def command(args) -> int``."""
+
+
+def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """Add the global options; on a subcommand (``suppress``) they only override when given."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        "--config",
+        metavar="FILE",
+        default=default(None),
+        help="boot this YAML plugin tree instead of the built-in profile",
+    )
+    group.add_argument(
+        "--model", metavar="NAME", default=default(None), help="the model the agent asks (default: per profile)"
+    )
+    group.add_argument(
+        "--sessions-root",
+        metavar="DIR",
+        default=default(None),
+        help="where session logs live (default: $DSH_HOME/sessions or ~/.local/share/dsh/sessions)",
+    )
+    group.add_argument(
+        "--cwd", metavar="DIR", default=default(None), help="the workspace of new sessions (default: here)"
+    )
+    group.add_argument(
+        "--demo",
+        action="store_true",
+        default=default(False),
+        help="use the keyless demo model (scripted; it runs real bash commands)",
+    )
+    group.add_argument("--system-prompt", metavar="TEXT", default=default(None), help="the agent's system prompt")
+    group.add_argument(
+        "--invariants",
+        action="store_true",
+        default=default(False),
+        help="check the session-log contract at run time (development)",
+    )
+    group.add_argument("-v", "--verbose", action="count", default=default(0), help="log to stderr (-v info, -vv debug)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``dsh``: global options and the subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="dsh",
+        description="dsh: an agent harness where everything is a plugin.",
+    )
+    parser.add_argument("--version", action="version", version=f"dsh {__version__}")
+    _global_options(parser, suppress=False)
+    shared = argparse.ArgumentParser(add_help=False)
+    _global_options(shared, suppress=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        parents=[shared],
+        help="send one prompt, stream the answer to stdout, exit",
+        description="Headless one-shot: boot the profile, send PROMPT, stream the answer to stdout.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("prompt", nargs="*", metavar="PROMPT", help="the prompt (its words are joined; - reads stdin)")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print each session event this run appends as one JSON line, instead of the answer",
+    )
+    run.add_argument("--resume", metavar="ID", help="continue the persisted session ID")
+
+    chat = commands.add_parser(
+        "chat",
+        parents=[shared],
+        help="talk with the agent interactively",
+        description=(
+            "Interactive chat: type a line to send it (while the agent works, it steers the turn). "
+            "Ctrl-C aborts the turn in progress; Ctrl-D (end of input) quits once the agent is idle."
+        ),
+    )
+    chat.add_argument("--resume", metavar="ID", help="continue the persisted session ID")
+    chat.add_argument("--plain", action="store_true", help="plain text even on a terminal (no colors, no spinner)")
+
+    commands.add_parser(
+        "acp",
+        parents=[shared],
+        help="serve the Agent Client Protocol on stdin/stdout (for editors)",
+        description="Serve dsh to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout) "
+        "until stdin closes. Logs go to stderr.",
+    )
+
+    sessions = commands.add_parser(
+        "sessions",
+        parents=[shared],
+        help="list, show or remove persisted sessions",
+        description="Inspect the sessions the persistence backend holds.",
+    )
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", parents=[shared], help="list sessions: id, created, turns, cwd")
+    listing.add_argument("--json", action="store_true", help="one JSON object per session")
+    show = actions.add_parser(
+        "show",
+        parents=[shared],
+        help="print a session as a transcript",
+        description="Print a session as a readable transcript. Loading repairs a crash tail durably "
+        "(an unfinished turn is closed as interrupted).",
+    )
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true", help="print the session's JSONL lines, header first")
+    remove = actions.add_parser("rm", parents=[shared], help="delete a session")
+    remove.add_argument("id", metavar="ID")
+
+    config = commands.add_parser(
+        "config",
+        parents=[shared],
+        help="print the plugin tree that would boot, and validate it",
+        description="Validate the effective plugin tree (FILE, else --config, else the built-in profile) "
+        "and print it as YAML. Problems go to stderr and exit 1.",
+    )
+    config.add_argument("file", nargs="?", metavar="FILE", help="a YAML plugin tree to check (default: --config)")
+    config.add_argument("--check", action="store_true", help="only validate; print a one-line verdict")
+    return parser
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit status when argparse already answered (help, version, error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 1
+    if args.command is None:
+        parser.print_help()
+        return 0
+    return args
+
+
+def _command(args: argparse.Namespace) -> Command:
+    module = importlib.import_module(COMMANDS[args.command])
+    return cast(Command, module.command)
+
+
+async def amain(argv: Sequence[str] | None = None) -> int:
+    """Run ``dsh`` with ``argv`` inside the running event loop; return the exit status."""
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        return parsed
+    return await _command(parsed)(parsed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dsh`` with ``argv`` (default: the process arguments); return the exit status.
+
+    A subcommand runs in a fresh event loop. A Ctrl-C that arrives while no
+    subcommand handles it (during startup, say) ends the run with status 130.
+    """
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        return parsed
+    import asyncio
+
+    try:
+        return asyncio.run(_command(parsed)(parsed))
+    except KeyboardInterrupt:
+        print("dsh: interrupted", file=sys.stderr)
+        return 130

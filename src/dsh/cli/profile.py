@@ -1,0 +1,151 @@
+"""The plugin trees ``dsh`` boots: the built-in profiles, or the user's ``--config`` file.
+
+A built-in profile is a YAML plugin tree built in code from :class:`Settings` (so
+``dsh config`` prints exactly what boots) and booted through the real loader:
+
+* **default**: the core services, the local bash executor and tools, the agent loop,
+  JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
+  ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
+  the tree). Needs the key.
+* **demo** (``--demo``): the same with the keyless demo model (``dsh.plugins.demo``)
+  in place of DeepSeek.
+
+``--invariants`` adds the ``invariants`` plugin (development checks). A storage tree
+(``sessions`` and persistence only) serves ``dsh sessions``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from dsh.cli.errors import CliError
+from dsh.cli.settings import API_KEY_ENV, Settings
+
+DEFAULT_MODEL = "deepseek-v4-flash"
+"""The model of the default profile unless ``--model`` names another."""
+
+DEMO_MODEL = "demo"
+"""The model of the demo profile."""
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are dsh, a coding agent working in the user's workspace. Your tool is bash: read, "
+    "search, create and change files with shell commands. Every bash call starts a fresh shell "
+    "in the workspace, so a cd does not carry over: pass workdir (or use paths) instead. Read "
+    "every result, including its [exit code: N] line, and fix what failed before going on. "
+    "Check your work by running it. Keep your answers short."
+)
+
+NO_MODEL_HELP = (
+    "no model is configured. dsh talks to DeepSeek by default and needs an API key: set "
+    f"{API_KEY_ENV} (for example `export {API_KEY_ENV}=sk-...`; DEEPSEEK_BASE_URL points dsh at "
+    "another server speaking the same chat-completions API), or pass --config FILE with a plugin "
+    "tree that provides a model, or try the keyless demo: `dsh run --demo 'echo hello'` (a "
+    "scripted model, clearly labelled, that runs a real bash command and summarizes it)."
+)
+
+Purpose: TypeAlias = Literal["agent", "storage"]
+"""``agent``: a tree to run an agent on (needs a model); ``storage``: sessions and persistence only."""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A plugin tree to boot.
+
+    ``text`` is its YAML; ``file`` is the user's file it was read from (None for a
+    built-in profile, which is booted from a temporary copy of ``text``). ``model`` is
+    the model the agent asks; None means the first model the booted tree serves.
+    """
+
+    label: str
+    text: str
+    file: Path | None
+    model: str | None
+
+
+def _entry(id: str, name: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": id, "name": name}
+    if config is not None:
+        entry["config"] = config
+    return entry
+
+
+def _persistence(settings: Settings) -> dict[str, Any]:
+    return _entry("persistence", "session-persistence-jsonl", {"root": str(settings.sessions_root)})
+
+
+def profile_model(settings: Settings) -> str:
+    """The model a built-in profile serves and the agent asks: ``--model``, else the profile's default."""
+    if settings.model is not None:
+        return settings.model
+    return DEMO_MODEL if settings.demo else DEFAULT_MODEL
+
+
+def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict[str, Any]]:
+    """The entries of the built-in profile ``settings`` select (see the module docstring)."""
+    if purpose == "storage":
+        return [_entry("sessions", "sessions"), _persistence(settings)]
+    entries = [
+        _entry("llm", "llm"),
+        _entry("sessions", "sessions"),
+        _entry("system-prompt", "system-prompt"),
+        _entry("tools", "tools"),
+        _entry("agents", "agents"),
+    ]
+    if settings.invariants:
+        entries.append(_entry("invariants", "invariants"))
+    entries += [
+        _entry("bash", "bash-local", {"cwd": str(settings.cwd)}),
+        _entry("tool-bash", "tool-bash"),
+        _entry("agent-loop", "agent-loop", {"agents": []}),
+        _persistence(settings),
+    ]
+    model = profile_model(settings)
+    if settings.demo:
+        entries.append(_entry("model", "dsh.plugins.demo", {"models": [model]}))
+    else:
+        from dsh.adapters.deepseek import DEFAULT_MODELS
+
+        models = list(DEFAULT_MODELS)
+        if model not in models:
+            models.append(model)
+        entries.append(_entry("model", "llm-deepseek", {"models": models}))
+    return entries
+
+
+def _profile_label(settings: Settings, purpose: Purpose) -> str:
+    if purpose == "storage":
+        return "the built-in storage profile"
+    return "the built-in demo profile" if settings.demo else "the built-in default profile"
+
+
+def render_tree(entries: list[dict[str, Any]], label: str) -> str:
+    """``entries`` as a YAML plugin tree the loader boots, under a comment naming ``label``."""
+    import yaml
+
+    head = (
+        f"# {label} of dsh, as `dsh config` prints it.\n"
+        "# Save it to a file, edit it, and boot it with `dsh --config FILE ...`.\n"
+    )
+    body: str = yaml.safe_dump(entries, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return head + body
+
+
+def resolve_tree(settings: Settings, purpose: Purpose = "agent", *, need_key: bool = True) -> Tree:
+    """The tree a command boots: ``--config``'s file, else the built-in profile.
+
+    Raises :class:`CliError` when the file cannot be read, and (status 2, with
+    :data:`NO_MODEL_HELP`) when an agent tree is the default profile, ``need_key`` is
+    set and no API key is (``dsh config`` prints the profile without one).
+    """
+    if settings.config is not None:
+        try:
+            text = settings.config.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise CliError(f"cannot read --config {settings.config}: {error}; give a readable YAML file") from error
+        return Tree(str(settings.config), text, settings.config, settings.model)
+    if need_key and purpose == "agent" and not settings.demo and not settings.has_api_key:
+        raise CliError(NO_MODEL_HELP, 2)
+    label = _profile_label(settings, purpose)
+    return Tree(label, render_tree(profile_entries(settings, purpose), label), None, profile_model(settings))

@@ -1,0 +1,109 @@
+"""``dsh run PROMPT``: one prompt, headless.
+
+Boots the tree, creates (or with ``--resume`` resumes) the agent, prints the session
+id on stderr, sends the prompt and streams the answer to stdout (``--json``: every
+new session event as a JSON line instead), then disposes everything, which flushes
+the session log. The exit status says how the turn ended (see ``dsh run --help``).
+
+Any ``agent/error`` during the run (a failed checkpoint of the log, say) is printed
+on stderr and makes the run fail even when the turn completed.
+
+Ctrl-C cancels the turn: the agent aborts the step in flight and the log records
+``turn/end {"kind": "aborted", "reason": "interrupted"}``; a second Ctrl-C stops
+waiting for the turn and exits at once (status 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from dsh.cli.agent import EXIT_FAILED, EXIT_INTERRUPTED, describe_reason, exit_status, start_agent, turn_outcome
+from dsh.cli.answer import EventLines, TextAnswer
+from dsh.cli.boot import booted, logging_to_stderr
+from dsh.cli.errors import CliError, report
+from dsh.cli.profile import Tree, resolve_tree
+from dsh.cli.settings import Settings
+from dsh.cli.signals import first_of, on_signals
+from dsh.core.agent import AGENT_ERROR, Agent
+from dsh.core.llm import text
+
+INTERRUPT_REASON = "interrupted"
+"""The abort reason a Ctrl-C leaves in the log."""
+
+
+def read_prompt(words: list[str]) -> str:
+    """The prompt: the words joined by spaces, or all of stdin for ``-`` (or no words at all).
+
+    Raises :class:`CliError` (status 2) for an empty prompt.
+    """
+    prompt = sys.stdin.read() if words in ([], ["-"]) else " ".join(words)
+    if not prompt.strip():
+        raise CliError("the prompt is empty: give it as arguments (dsh run 'list the files') or on stdin", 2)
+    return prompt
+
+
+def _say(message: str) -> None:
+    print(f"dsh: {message}", file=sys.stderr, flush=True)
+
+
+async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool, resume: str | None) -> int:
+    """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring)."""
+    async with booted(tree) as root:
+        agent = await start_agent(root, tree, settings, resume)
+        answer = None if json else TextAnswer(root, agent)
+        if json:
+            EventLines(root, agent.session)
+        failures: list[BaseException] = []
+
+        def on_error(source: Agent, turn: int, step: int, error: BaseException) -> None:
+            failures.append(error)
+            _say(f'agent "{source.id}": error in turn {turn}: {error}')
+
+        root.on(AGENT_ERROR, on_error)
+        _say(f"session {agent.session.id}")
+        since = agent.session.seq
+        presses = 0
+        force = asyncio.Event()
+
+        def interrupt() -> None:
+            nonlocal presses
+            presses += 1
+            if presses == 1:
+                _say("interrupting the turn (press Ctrl-C again to exit at once)")
+                agent.cancel(INTERRUPT_REASON)
+            else:
+                force.set()
+
+        with on_signals(interrupt, signal.SIGINT):
+            agent.send([text(prompt)])
+            settled = await first_of(asyncio.ensure_future(agent.when_idle()), force)
+        if answer is not None:
+            answer.end_line()
+        if not settled:
+            _say("exiting without waiting for the turn to end")
+            return EXIT_INTERRUPTED
+        outcome = turn_outcome(agent.session, since)
+        if outcome.turn is None:
+            _say("the prompt did not start a turn")
+            return EXIT_FAILED
+        status = exit_status(outcome.reason)
+        if status != 0:
+            _say(f"turn {outcome.turn} ended: {describe_reason(outcome.reason)}")
+        elif failures:
+            status = EXIT_FAILED
+        return status
+
+
+async def command(args: argparse.Namespace) -> int:
+    """The ``run`` subcommand."""
+    try:
+        settings = Settings.from_args(args)
+        prompt = read_prompt(list(args.prompt))
+        tree = resolve_tree(settings)
+        with logging_to_stderr(settings.verbose):
+            return await run_prompt(tree, settings, prompt, json=bool(args.json), resume=args.resume)
+    except CliError as error:
+        return report(error)

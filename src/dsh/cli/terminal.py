@@ -1,0 +1,180 @@
+"""The rich rendering of ``dsh chat`` on a terminal: markdown answers, a spinner, tool cards.
+
+:class:`TerminalView` watches one agent through the kernel's events and draws on a
+``rich`` console:
+
+* a spinner from the start of each model step until its first token;
+* the step's text, rendered as markdown live while it streams (reasoning above it,
+  dimmed), left on screen when the step ends;
+* a card per tool call (the tool's own presentation: for ``bash``, the command and
+  its description) and per result (the last lines of output; red when it failed),
+  with a spinner while the tool runs;
+* a closing line when a turn ends other than ``completed``, then the prompt.
+
+At most one live display runs at a time (rich allows no more); :meth:`close` stops
+whatever is running. Listener callbacks never raise into the loop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.status import Status
+from rich.text import Text
+
+from dsh.cli.agent import describe_reason
+from dsh.core.agent import AGENT_STEP_START, AGENT_STREAM_CHUNK, AGENT_TURN_END, Agent
+from dsh.core.llm import StreamChunk
+from dsh.core.session import SESSION_EVENT, Session, SessionEvent
+from dsh.core.tools import TOOLS
+from dsh.kernel import Context
+
+RESULT_LINES = 12
+"""How many trailing lines of a tool result a card shows."""
+
+PROMPT = "[bold cyan]›[/] "
+"""What the view prints when the agent waits for input."""
+
+
+def _text_of(content: Any) -> str:
+    return "".join(block["text"] for block in content if block.get("type") == "text")
+
+
+def _tail(output: str, lines: int = RESULT_LINES) -> str:
+    kept = output.rstrip("\n").split("\n")
+    if len(kept) <= lines:
+        return "\n".join(kept)
+    return f"… {len(kept) - lines} more lines\n" + "\n".join(kept[-lines:])
+
+
+class TerminalView:
+    """Draws ``agent``'s activity on ``console``; see the module docstring.
+
+    The listeners are registered on ``root`` (and go with it). ``root`` is also where
+    the view looks up the ``tools`` service for call presentations.
+    """
+
+    def __init__(self, root: Context, agent: Agent, console: Console) -> None:
+        self.root = root
+        self.agent = agent
+        self.console = console
+        self._status: Status | None = None
+        self._live: Live | None = None
+        self._text = ""
+        self._reasoning = ""
+        root.on(AGENT_STEP_START, self.on_step_start)
+        root.on(AGENT_STREAM_CHUNK, self.on_chunk)
+        root.on(SESSION_EVENT, self.on_event)
+        root.on(AGENT_TURN_END, self.on_turn_end)
+
+    # --------------------------------------------------------------- displays
+    def _spin(self, message: str) -> None:
+        self._settle()
+        self._status = self.console.status(message, spinner="dots")
+        self._status.start()
+
+    def _stop_spinner(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    def _answer(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self._reasoning:
+            parts.append(Text(self._reasoning.strip(), style="dim italic"))
+        if self._text:
+            parts.append(Markdown(self._text))
+        return Group(*parts)
+
+    def _settle(self) -> None:
+        """Stop the spinner and freeze the streamed answer on screen."""
+        self._stop_spinner()
+        if self._live is not None:
+            self._live.update(self._answer(), refresh=True)
+            self._live.stop()
+            self._live = None
+        self._text = ""
+        self._reasoning = ""
+
+    def close(self) -> None:
+        """Stop every live display (idempotent)."""
+        self._settle()
+
+    def welcome(self, message: str) -> None:
+        """Print the banner and the first prompt."""
+        self.console.print(Panel(Text(message), border_style="cyan"))
+        self.console.print(PROMPT, end="")
+
+    # -------------------------------------------------------------- listeners
+    def on_step_start(self, agent: Agent, _turn: int, _step: int) -> None:
+        if agent is self.agent:
+            self._spin("thinking…")
+
+    def on_chunk(self, agent: Agent, _turn: int, _step: int, chunk: StreamChunk) -> None:
+        if agent is not self.agent or chunk["type"] not in ("text-delta", "reasoning-delta"):
+            return
+        if chunk["type"] == "text-delta":
+            self._text += chunk["text"]
+        else:
+            self._reasoning += chunk["text"]
+        if self._live is None:
+            self._stop_spinner()
+            self._live = Live(self._answer(), console=self.console, refresh_per_second=8, transient=False)
+            self._live.start()
+        else:
+            self._live.update(self._answer())
+
+    def on_event(self, session: Session, event: SessionEvent) -> None:
+        if session is not self.agent.session:
+            return
+        data = event["data"]
+        if event["type"] == "tool/call":
+            self._settle()
+            self.console.print(self.call_card(data["name"], data["arguments"]))
+            self._spin(f"running {data['name']}…")
+        elif event["type"] == "tool/result":
+            self._settle()
+            self.console.print(self.result_card(data["content"], is_error=bool(data["isError"])))
+
+    def on_turn_end(self, agent: Agent, turn: int, reason: Any) -> None:
+        if agent is not self.agent:
+            return
+        self._settle()
+        if reason.get("kind") != "completed":
+            style = "yellow" if reason.get("kind") in ("aborted", "max-tokens") else "red"
+            self.console.print(Text(f"turn {turn} ended: {describe_reason(dict(reason))}", style=style))
+        self.console.print(PROMPT, end="")
+
+    # ------------------------------------------------------------------ cards
+    def call_card(self, name: str, arguments: str) -> Panel:
+        """The card of a tool call: the tool's presentation when it has one, else the raw arguments."""
+        title, detail = f"{name} {arguments}", None
+        tools = self.root.get(TOOLS)
+        definition = tools.get(name) if tools is not None else None
+        if definition is not None and definition.present_call is not None:
+            try:
+                presented = definition.present_call(json.loads(arguments))
+            except Exception:
+                presented = None
+            if presented is not None:
+                title = f"$ {presented.title}" if presented.kind == "execute" else presented.title
+                detail = _text_of(presented.content or []) or None
+        body: RenderableType = Text(title, style="bold")
+        if detail is not None:
+            body = Group(body, Text(detail, style="dim"))
+        return Panel(body, title=name, title_align="left", border_style="cyan")
+
+    def result_card(self, content: Any, *, is_error: bool) -> Panel:
+        """The card of a tool result: its last lines, red when the call failed."""
+        output = _text_of(content) or "(no output)"
+        return Panel(
+            Text(_tail(output)),
+            title="error" if is_error else "result",
+            title_align="left",
+            border_style="red" if is_error else "green",
+        )

@@ -1,0 +1,139 @@
+"""`dsh acp` in-process over real pipes: the bridge serves, stdout stays clean, EOF or SIGTERM ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh import __version__
+from dsh.cli import amain
+from dsh.cli.profile import resolve_tree
+from dsh.cli.serve_acp import serve
+from dsh.cli.settings import Settings
+from tests.cli.helpers import namespace, write_tree
+
+
+@dataclass
+class Pipes:
+    """The three descriptors the server gets, and the test's ends of them."""
+
+    stdin: int
+    to_server: int
+    stdout: int
+    from_server: asyncio.StreamReader
+    stderr: int
+    errors: int
+
+    def send(self, frame: dict[str, Any]) -> None:
+        os.write(self.to_server, json.dumps(frame).encode() + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        line = await self.from_server.readline()
+        assert line, "the server closed stdout"
+        return json.loads(line)
+
+
+@pytest.fixture
+async def pipes() -> AsyncIterator[Pipes]:
+    stdin, to_server = os.pipe()
+    from_out, stdout = os.pipe()
+    errors, stderr = os.pipe()
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_out, "rb", buffering=0)
+    )
+    yield Pipes(stdin, to_server, stdout, reader, stderr, errors)
+    transport.close()
+    for fd in (stdin, to_server, stdout, stderr, errors):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def demo_settings(sessions_root: Path, workspace: Path) -> Settings:
+    return Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+
+
+async def test_acp_serves_until_stdin_closes_and_guards_stdout(
+    pipes: Pipes, sessions_root: Path, workspace: Path
+) -> None:
+    settings = demo_settings(sessions_root, workspace)
+    serving = asyncio.ensure_future(
+        serve(resolve_tree(settings), settings, stdin=pipes.stdin, stdout=pipes.stdout, stderr=pipes.stderr)
+    )
+    pipes.send(INITIALIZE)
+    answer = await pipes.receive()
+    assert answer["result"]["agentInfo"] == {"name": "dsh", "version": __version__}
+    os.write(pipes.stdout, b"stray print\n")  # the descriptor points at stderr while serving
+    assert os.read(pipes.errors, 100) == b"stray print\n"
+    pipes.send(
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}}
+    )
+    assert "sessionId" in (await pipes.receive())["result"]
+    os.close(pipes.to_server)
+    assert await serving == 0
+    os.write(pipes.stdout, b"restored\n")
+    assert await pipes.from_server.readline() == b"restored\n"
+
+
+async def test_acp_stops_on_sigterm(pipes: Pipes, sessions_root: Path, workspace: Path) -> None:
+    settings = demo_settings(sessions_root, workspace)
+    serving = asyncio.ensure_future(
+        serve(resolve_tree(settings), settings, stdin=pipes.stdin, stdout=pipes.stdout, stderr=pipes.stderr)
+    )
+    pipes.send(INITIALIZE)
+    await pipes.receive()
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await serving == 0
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+async def test_the_command_serves_the_process_streams(
+    pipes: Pipes, sessions_root: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`amain(["acp", ...])` reads sys.stdin's descriptor and writes sys.stdout's."""
+    with (
+        os.fdopen(os.dup(pipes.stdin), "r") as stdin,
+        os.fdopen(os.dup(pipes.stdout), "w") as stdout,
+        os.fdopen(os.dup(pipes.stderr), "w") as stderr,
+        monkeypatch.context() as patch,
+    ):
+        patch.setattr("sys.stdin", stdin)
+        patch.setattr("sys.stdout", stdout)
+        patch.setattr("sys.stderr", stderr)
+        serving = asyncio.ensure_future(
+            amain(["acp", "--demo", "--sessions-root", str(sessions_root), "--cwd", str(workspace)])
+        )
+        pipes.send(INITIALIZE)
+        assert (await pipes.receive())["id"] == 1
+        os.close(pipes.to_server)
+        assert await serving == 0
+
+
+async def test_acp_needs_the_bridge_services(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write_tree(
+        tmp_path / "tree.yml", [{"id": "sessions", "name": "sessions"}, {"id": "agents", "name": "agents"}]
+    )
+    assert await amain(["acp", "--config", str(tree)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"dsh: {tree} lacks the session_persistence, tools service(s) the ACP bridge needs: "
+        "add the plugins that provide them\n"
+    )
+
+
+async def test_acp_without_a_key_explains_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert await amain(["acp"]) == 2
+    assert "DEEPSEEK_API_KEY" in capsys.readouterr().err

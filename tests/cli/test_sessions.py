@@ -1,0 +1,204 @@
+"""`dsh sessions list | show | rm` in-process, over logs a real `dsh run --demo` wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dsh.cli import amain
+from dsh.cli.profile import profile_entries
+from dsh.cli.sessions import TURN_START_LINE, count_turns, format_table
+from dsh.cli.settings import Settings
+from dsh.cli.transcript import format_time
+from dsh.core.persistence import MemoryPersistence
+from dsh.core.session import SessionHeader, SessionStore
+from dsh.kernel import Context
+from dsh.plugins.persistence_jsonl import NO_CWD_BUCKET, SessionPersistenceJsonl
+from tests.cli.helpers import log_of, namespace, session_files, session_id_of, write_tree
+
+
+async def demo_run(root: Path, cwd: Path, prompt: str, capsys: pytest.CaptureFixture[str], *rest: str) -> str:
+    assert await amain(["run", "--demo", "--sessions-root", str(root), "--cwd", str(cwd), *rest, prompt]) == 0
+    return session_id_of(capsys.readouterr().err)
+
+
+def sessions(root: Path, *args: str) -> list[str]:
+    return ["sessions", *args, "--sessions-root", str(root)]
+
+
+async def test_list_shows_each_session_with_its_turns_and_workspace(
+    sessions_root: Path, workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = await demo_run(sessions_root, workspace, "echo one", capsys)
+    await demo_run(sessions_root, workspace, "echo two", capsys, "--resume", first)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    second = await demo_run(sessions_root, elsewhere, "echo three", capsys)
+    assert await amain(sessions(sessions_root, "list")) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "CREATED", "TURNS", "CWD"]
+    assert [line.split()[0] for line in lines[1:]] == [first, second]
+    assert lines[1].split()[-2:] == ["2", str(workspace)]
+    assert lines[2].split()[-2:] == ["1", str(elsewhere)]
+
+    assert await amain(sessions(sessions_root, "list", "--json")) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(row["id"], row["turns"], row["cwd"]) for row in rows] == [
+        (first, 2, str(workspace)),
+        (second, 1, str(elsewhere)),
+    ]
+    assert all(isinstance(row["createdAt"], int) for row in rows)
+
+
+async def test_list_with_nothing_stored_says_so_on_stderr(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await amain(sessions(sessions_root, "list")) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "dsh: no sessions stored by the built-in storage profile\n"
+
+
+async def test_global_options_work_before_the_subcommand_too(
+    sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session_id = await demo_run(sessions_root, workspace, "echo x", capsys)
+    assert await amain(["--sessions-root", str(sessions_root), "sessions", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == session_id
+
+
+async def test_show_prints_a_transcript_and_json_prints_the_log(
+    sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session_id = await demo_run(sessions_root, workspace, "echo shown", capsys)
+    assert await amain(sessions(sessions_root, "show", session_id)) == 0
+    transcript = capsys.readouterr().out
+    assert transcript.startswith(f"session {session_id}\ncreated ")
+    assert f"cwd {workspace}\n\n── turn 1 (message) ──\nuser: echo shown\n" in transcript
+    assert '  → bash {"command":"echo shown"' in transcript
+    assert "  ← shown\n" in transcript
+    assert transcript.endswith("── turn 1 ended: completed ──\n")
+
+    assert await amain(sessions(sessions_root, "show", "--json", session_id)) == 0
+    (path,) = session_files(sessions_root)
+    assert capsys.readouterr().out == path.read_text(encoding="utf-8")
+
+
+async def test_show_repairs_a_crash_tail_first(
+    sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log cut in the middle of a turn is closed durably (`interrupted`) before it is shown."""
+    session_id = await demo_run(sessions_root, workspace, "echo x", capsys)
+    (path,) = session_files(sessions_root)
+    header, events = log_of(sessions_root, session_id)
+    start = len(events)
+    extra = [
+        {
+            "type": "turn/start",
+            "seq": start,
+            "time": 1,
+            "data": {"turn": 2, "trigger": {"kind": "message", "source": {"kind": "user"}}},
+        },
+        {
+            "type": "user/message",
+            "seq": start + 1,
+            "time": 1,
+            "data": {"content": [{"type": "text", "text": "lost"}], "source": {"kind": "user"}},
+        },
+    ]
+    with path.open("a", encoding="utf-8") as log:
+        log.writelines(json.dumps(event, separators=(",", ":")) + "\n" for event in extra)
+        log.write('{"type":"step/st')
+    assert await amain(sessions(sessions_root, "show", "--json", session_id)) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0] == header
+    assert lines[-1]["data"] == {"turn": 2, "reason": {"kind": "interrupted"}}
+    assert path.read_text(encoding="utf-8").splitlines()[-1] == json.dumps(lines[-1], separators=(",", ":"))
+    assert await amain(sessions(sessions_root, "show", session_id)) == 0
+    assert capsys.readouterr().out.endswith("user: lost\n── turn 2 ended: interrupted ──\n")
+
+
+async def test_show_and_rm_of_an_unknown_session_fail_with_status_1(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await amain(sessions(sessions_root, "show", "ghost")) == 1
+    assert capsys.readouterr().err == 'dsh: sessions show: session "ghost" not found\n'
+    assert await amain(sessions(sessions_root, "rm", "ghost")) == 1
+    assert capsys.readouterr().err == (
+        'dsh: no session "ghost" is stored by the built-in storage profile: see `dsh sessions list`\n'
+    )
+
+
+async def test_rm_deletes_the_log(sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session_id = await demo_run(sessions_root, workspace, "echo x", capsys)
+    assert await amain(sessions(sessions_root, "rm", session_id)) == 0
+    assert capsys.readouterr().out == f"removed {session_id}\n"
+    assert session_files(sessions_root) == []
+
+
+async def test_a_config_tree_without_persistence_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = write_tree(tmp_path / "tree.yml", [{"id": "sessions", "name": "sessions"}])
+    assert await amain(["sessions", "list", "--config", str(tree)]) == 1
+    assert capsys.readouterr().err.startswith(f"dsh: {tree} provides no session persistence: add an entry")
+
+
+async def test_another_backend_lists_without_turn_counts(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through `--config`, any backend serves; turns are counted only for JSONL files (else `-`)."""
+    settings = Settings.from_args(namespace(cwd=str(workspace), demo=True), {})
+    sqlite = {"id": "persistence", "name": "session-persistence-sqlite", "config": {"path": str(tmp_path / "s.db")}}
+    entries = [entry if entry["id"] != "persistence" else sqlite for entry in profile_entries(settings)]
+    tree = write_tree(tmp_path / "tree.yml", entries)
+    assert await amain(["run", "--config", str(tree), "--cwd", str(workspace), "echo stored"]) == 0
+    session_id = session_id_of(capsys.readouterr().err)
+    assert await amain(["sessions", "list", "--config", str(tree)]) == 0
+    _, row = capsys.readouterr().out.splitlines()
+    assert row.split()[0] == session_id
+    assert row.split()[-2:] == ["-", str(workspace)]
+    assert await amain(["sessions", "list", "--json", "--config", str(tree)]) == 0
+    assert "turns" not in json.loads(capsys.readouterr().out)
+
+
+async def test_count_turns_reads_jsonl_files_only(tmp_path: Path) -> None:
+    header: SessionHeader = {"version": 1, "id": "x", "createdAt": 0}
+    assert TURN_START_LINE.startswith(b"\n")
+    for backend, config in ((MemoryPersistence, {}), (SessionPersistenceJsonl, {"root": str(tmp_path)})):
+        root = Context()
+        await root.plugin(SessionStore)
+        fiber = await root.plugin(backend, config)
+        assert count_turns(fiber.instance, header) is None  # memory: not a file; jsonl: no such file
+        await root.dispose()
+
+
+def test_the_table_aligns_columns_and_marks_unknowns() -> None:
+    rows = [
+        {"id": "a", "createdAt": 0, "turns": 12, "cwd": "/w"},
+        {"id": "longer-id", "createdAt": 0},
+    ]
+    stamp = format_time(0)
+    assert format_table(rows) == (
+        f"ID         CREATED{' ' * (len(stamp) - 7)}  TURNS  CWD\n"
+        f"a          {stamp}     12  /w\n"
+        f"longer-id  {stamp}      -  -\n"
+    )
+
+
+async def test_list_shows_forks_and_sessions_without_a_workspace(
+    sessions_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bucket = sessions_root / NO_CWD_BUCKET
+    bucket.mkdir(parents=True)
+    header = {"type": "session", "version": 1, "id": "fork", "createdAt": 5, "parentSession": "origin"}
+    start = {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
+    lines = [header, {"type": "turn/start", "seq": 0, "time": 6, "data": start}]
+    (bucket / "fork.jsonl").write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+    assert await amain(sessions(sessions_root, "list", "--json")) == 0
+    assert json.loads(capsys.readouterr().out) == {"id": "fork", "createdAt": 5, "parentSession": "origin", "turns": 1}
+    assert await amain(sessions(sessions_root, "list")) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[-2:] == ["1", "-"]

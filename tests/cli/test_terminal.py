@@ -1,0 +1,143 @@
+"""The rich terminal view of `dsh chat`, driven by a real agent loop with a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+from rich.console import Console
+
+import dsh.plugins.tool_bash as tool_bash
+from dsh.cli.terminal import RESULT_LINES, TerminalView
+from dsh.core.agent import AGENT_STREAM_CHUNK
+from dsh.core.errors import LlmError
+from dsh.core.llm import StreamChunk, text
+from dsh.core.tools import ToolCallPresentation, define_tool
+from dsh.kernel import Context
+from dsh.plugins.bash_local import LocalBashExecutor
+from dsh.testing.harness import Harness
+from dsh.testing.scripted import HANG, Fail, max_tokens_response, text_response, tool_call_response
+
+
+def screen() -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, width=100, record=True)
+
+
+def reasoning_then_text(thought: str, answer: str) -> list[StreamChunk]:
+    return [
+        {"type": "block-start", "index": 0, "blockType": "reasoning"},
+        {"type": "reasoning-delta", "index": 0, "text": thought},
+        {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": thought}},
+        {"type": "block-start", "index": 1, "blockType": "text"},
+        {"type": "text-delta", "index": 1, "text": answer},
+        {"type": "block-end", "index": 1, "block": {"type": "text", "text": answer}},
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+
+
+async def test_a_turn_with_reasoning_markdown_and_a_bash_card() -> None:
+    script = [
+        tool_call_response("c1", "bash", {"command": "printf 'x\\n'", "description": "print x"}, text="Let me look."),
+        reasoning_then_text("pondering", "# Title\n\n**done**"),
+    ]
+    console = screen()
+    async with Harness(script) as h:
+        await h.ctx.plugin(LocalBashExecutor)
+        await h.ctx.plugin(tool_bash)
+        agent = h.agent()
+        view = TerminalView(h.ctx, agent, console)
+        view.welcome("hello there")
+        agent.send([text("go")])
+        await agent.when_idle()
+        view.close()
+        view.close()
+    drawn = console.export_text()
+    assert "hello there" in drawn
+    assert "Let me look." in drawn
+    assert "╭─ bash" in drawn
+    assert "$ printf 'x\\n'" in drawn
+    assert "print x" in drawn
+    assert "╭─ result" in drawn
+    assert "pondering" in drawn
+    assert "Title" in drawn
+    assert "**done**" not in drawn  # rendered as markdown
+    assert drawn.rstrip().endswith("›")
+
+
+async def test_turns_that_do_not_complete_are_called_out() -> None:
+    console = screen()
+    async with Harness([Fail(LlmError("model down", "SERVER")), HANG, max_tokens_response("cut")]) as h:
+        agent = h.agent()
+        TerminalView(h.ctx, agent, console)
+        streaming = asyncio.Event()
+        h.ctx.on(AGENT_STREAM_CHUNK, lambda *_args: streaming.set())
+        agent.send([text("one")])
+        await agent.when_idle()
+        agent.send([text("two")])
+        await streaming.wait()
+        agent.abort("stop")
+        await agent.when_idle()
+        agent.send([text("three")])
+        await agent.when_idle()
+    drawn = console.export_text()
+    assert "turn 1 ended: error: model down [SERVER]" in drawn
+    assert "turn 2 ended: aborted (stop)" in drawn
+    assert "partial" in drawn
+    assert "turn 3 ended: max-tokens" in drawn
+
+
+async def test_other_agents_and_chunk_types_are_ignored() -> None:
+    console = screen()
+    async with Harness([text_response("theirs"), text_response("mine")]) as h:
+        mine, theirs = h.agent("main"), h.agent("other")
+        TerminalView(h.ctx, mine, console)
+        theirs.send([text("x")])
+        await theirs.when_idle()
+        mine.send([text("y")])
+        await mine.when_idle()
+    drawn = console.export_text()
+    assert "mine" in drawn
+    assert "theirs" not in drawn
+
+
+async def test_call_cards_fall_back_to_the_raw_arguments() -> None:
+    async def run(_args: Any, _execution: Any) -> list[Any]:
+        return []
+
+    def present(args: Any) -> ToolCallPresentation:
+        return ToolCallPresentation(title=f"open {args['path']}", kind="read")
+
+    root = Context()
+    view = TerminalView(root, object(), screen())  # type: ignore[arg-type]
+    assert _plain(view.call_card("any", '{"a":1}')) == 'any {"a":1}'  # no tools service at all
+    async with Harness() as h:
+        await h.ctx.plugin(LocalBashExecutor)
+        await h.ctx.plugin(tool_bash)
+        h.tools.register(define_tool("open", "open a file", {"path": {"type": "string"}}, run, present_call=present))
+        h.tools.register(define_tool("plain", "no presenter", {}, run))
+        view = TerminalView(h.ctx, object(), screen())  # type: ignore[arg-type]
+        assert _plain(view.call_card("open", '{"path":"a.txt"}')) == "open a.txt"
+        assert _plain(view.call_card("plain", "{}")) == "plain {}"
+        assert _plain(view.call_card("missing", "{}")) == "missing {}"
+        assert _plain(view.call_card("bash", "not json")) == "bash not json"
+        assert _plain(view.call_card("bash", '{"command":"ls"}')) == 'bash {"command":"ls"}'
+    await root.dispose()
+
+
+def test_result_cards_show_the_tail_and_flag_errors() -> None:
+    view = TerminalView(Context(), object(), screen())  # type: ignore[arg-type]
+    long = "".join(f"line {n}\n" for n in range(RESULT_LINES + 5))
+    card = view.result_card([text(long)], is_error=False)
+    shown = _plain(card)
+    assert shown.startswith("… 5 more lines\nline 5")
+    assert card.border_style == "green"
+    failed = view.result_card([], is_error=True)
+    assert (_plain(failed), failed.title, failed.border_style) == ("(no output)", "error", "red")
+
+
+def _plain(panel: Any) -> str:
+    console = Console(file=io.StringIO(), width=200, record=True)
+    console.print(panel.renderable)
+    return "\n".join(line.rstrip() for line in console.export_text().rstrip("\n").split("\n"))
