@@ -15,9 +15,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+DEMO_PROMPT ?= show me the files in this folder
+SESSIONS ?= $(CURDIR)/.sessions
+
+# The main job: the version, the kernel demo, then one agent turn end to end. Keyless
+# (the scripted demo model driving the real bash tool) unless DEEPSEEK_API_KEY is set.
 run: $(STAMP)
 	$(BIN)/dsh --version
 	$(BIN)/python examples/kernel-demo/start.py
+	@if [ -n "$$DEEPSEEK_API_KEY" ]; then \
+		$(BIN)/dsh --sessions-root "$(SESSIONS)" run "$(DEMO_PROMPT)"; \
+	else \
+		echo "(no DEEPSEEK_API_KEY: running the keyless demo model)"; \
+		$(BIN)/dsh --sessions-root "$(SESSIONS)" run --demo "$(DEMO_PROMPT)"; \
+	fi
+	$(BIN)/dsh --sessions-root "$(SESSIONS)" sessions list
+	@echo "session logs are under $(SESSIONS)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts bench examples
