@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
+LINT_PATHS := $(wildcard src tests scripts bench examples)
 
 .PHONY: run test lint typecheck contracts unit bench bench-quick fmt clean
 
@@ -33,8 +34,8 @@ run: $(STAMP)
 	@echo "session logs are under $(SESSIONS)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests scripts bench examples
-	$(BIN)/ruff format --check src tests scripts bench examples
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -56,8 +57,8 @@ bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick
 
 fmt: $(STAMP)
-	$(BIN)/ruff check --fix src tests scripts bench examples
-	$(BIN)/ruff format src tests scripts bench examples
+	$(BIN)/ruff check --fix $(LINT_PATHS)
+	$(BIN)/ruff format $(LINT_PATHS)
 
 clean:
 	rm -rf $(VENV) .coverage .coverage.* coverage.json .mypy_cache .ruff_cache .pytest_cache
