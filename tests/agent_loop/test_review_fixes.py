@@ -598,3 +598,46 @@ async def test_a_tools_execute_listener_returning_a_mismatched_call_id_cannot_or
         agent.send(text("go"))
         await finish_turns(agent)
         assert of_type(agent.session, "tool/result")[0]["callId"] == "c1"
+
+
+async def test_narrows_event_data_from_event_type() -> None:
+    """narrows event.data from event.type
+
+    Python cannot narrow a TypedDict's ``data`` from the sibling ``type`` key, so the
+    typed payloads (``TurnStartData``...) are what a reader casts to once it has checked
+    ``type``; this checks that every logged payload has exactly its documented keys.
+    """
+    from typing import get_type_hints
+
+    from dsh.core import session as vocabulary
+
+    payloads = {
+        "turn/start": vocabulary.TurnStartData,
+        "turn/end": vocabulary.TurnEndData,
+        "step/start": vocabulary.StepData,
+        "step/end": vocabulary.StepData,
+        "user/message": vocabulary.MessageData,
+        "assistant/chunk": vocabulary.AssistantChunkData,
+        "assistant/message": vocabulary.AssistantMessageData,
+        "tool/call": vocabulary.ToolCallData,
+        "tool/result": vocabulary.ToolResultData,
+        "usage": vocabulary.UsageData,
+    }
+    async with Harness([tool_call_response("c1", "noop", {}), text_response("ok")]) as h:
+        h.tools.register(tool("noop", lambda _a, _e: _done()))
+        agent = h.agent()
+        agent.send(text("go"))
+        await finish_turns(agent)
+        seen = set()
+        for event in agent.session.events:
+            kind = event["type"]
+            if kind in payloads:
+                seen.add(kind)
+                declared = get_type_hints(payloads[kind])
+                required = set(payloads[kind].__required_keys__) & set(declared)
+                assert required <= set(event["data"]) <= set(declared), kind
+        assert seen == set(payloads)
+
+
+async def _done() -> list[Any]:
+    return text("done")

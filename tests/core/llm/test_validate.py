@@ -209,14 +209,21 @@ def test_finish_reasons_are_merge_extensible() -> None:
 
 
 def _annotation(cls: Any, key: str) -> str:
-    """The source text of a TypedDict key's annotation (typing keeps it as a ForwardRef)."""
+    """The source text of a TypedDict key's annotation (a string, a ForwardRef or a real type)."""
     value = cls.__annotations__[key]
-    return str(getattr(value, "__forward_arg__", value))
+    return str(getattr(value, "__forward_arg__", value)).replace("typing.", "")
 
 
 def _shape(cls: Any) -> dict[str, bool]:
-    """Each key of a TypedDict and whether it is optional (read from the annotation text)."""
-    return {key: _annotation(cls, key).startswith("NotRequired[") for key in cls.__annotations__}
+    """Each key of a TypedDict and whether it is optional."""
+    shape = {}
+    for key, value in cls.__annotations__.items():
+        text = value if isinstance(value, str) else getattr(value, "__forward_arg__", None)
+        if isinstance(text, str):
+            shape[key] = text.startswith("NotRequired[")
+        else:
+            shape[key] = key in cls.__optional_keys__
+    return shape
 
 
 def _tags(union: Any, key: str) -> tuple[str, ...]:

@@ -11,10 +11,10 @@ fall through for a variant it does not know (SPEC §0.6). Only ``StreamChunk`` i
 closed union inside the assembler.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias
+
+from typing_extensions import TypedDict
 
 from dsh.kernel import AbortSignal
 
@@ -43,7 +43,7 @@ class ToolCallBlock(TypedDict):
 class ToolResultBlock(TypedDict):
     type: Literal["tool-result"]
     toolCallId: CallId
-    content: list[ContentBlock]
+    content: list["ContentBlock"]
     isError: NotRequired[bool]
     cache: NotRequired[Literal["ephemeral"]]
 

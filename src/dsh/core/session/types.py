@@ -6,9 +6,9 @@ vocabulary these are ``TypedDict`` so a logged event is exactly its JSON form.
 ``SessionEvent.type`` is an open set: plugins may log their own types.
 """
 
-from __future__ import annotations
+from typing import Any, Literal, NotRequired, TypeAlias
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing_extensions import TypedDict
 
 from dsh.core.llm.types import CallId, ContentBlock, MessageSource, StreamChunk, TokenUsage
 
