@@ -7,12 +7,8 @@ a persistence backend, the DeepSeek adapter pointed at a wire server, an in-proc
 no-op tool, and the agent loop. Only the model is fake (the wire server, in the parent
 process); everything else is the code that ships.
 
-One deliberate deviation: the DeepSeek adapter is given an ``httpx.AsyncClient``
-with an unbounded connection pool. The shipped adapter leaks one pooled connection
-per completed stream (see ``docs/benchmarks.md``, hot spot 1), so with the default pool
-of 100 connections the 101st model call of a process waits 30 s and fails with
-``PoolTimeout``; a 201-step turn or 100 concurrent agents cannot finish without this.
-The client is closed when the stack is disposed.
+The DeepSeek adapter is the ``llm-deepseek`` plugin as it ships (its own HTTP client,
+httpx's default pool), pointed at the wire server and serving :data:`MODEL`.
 """
 
 from __future__ import annotations
@@ -20,14 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
-
+import dsh.adapters.deepseek as llm_deepseek
 import dsh.plugins.invariants as invariants
 import dsh.plugins.tool_bash as tool_bash
-from dsh.adapters.deepseek import DEFAULT_TIMEOUT, DeepSeekAdapter
 from dsh.agent_loop import AgentLoop
 from dsh.core.agent import AgentRegistry
-from dsh.core.llm import LLM, ContentBlock, LlmService, text
+from dsh.core.llm import ContentBlock, LlmService, text
 from dsh.core.session import SessionStore
 from dsh.core.system_prompt import SystemPrompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolRegistry, define_tool
@@ -66,18 +60,6 @@ class StackOptions:
     loop: bool = True
 
 
-def _wire_adapter(base_url: str) -> PluginSpec:
-    def apply(ctx: Context, _config: object) -> DeepSeekAdapter:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-        client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=limits)
-        ctx.effect(lambda: client.aclose, "bench http client")
-        adapter = DeepSeekAdapter("bench-key", base_url, models=[MODEL], client=client)
-        ctx[LLM].register_adapter([MODEL], adapter)
-        return adapter
-
-    return PluginSpec(name="bench-deepseek", apply=apply, inject=["llm"])
-
-
 async def _noop(_args: Any, _execution: ToolExecution) -> list[ContentBlock]:
     return [text("ok")]
 
@@ -107,7 +89,7 @@ async def boot(options: StackOptions) -> Context:
         else:
             await ctx.plugin(SessionPersistenceSqlite, {"path": options.store})
     if options.base_url is not None:
-        await ctx.plugin(_wire_adapter(options.base_url))
+        await ctx.plugin(llm_deepseek, {"apiKey": "bench-key", "baseURL": options.base_url, "models": [MODEL]})
     if options.noop_tool:
         await ctx.plugin(NOOP_PLUGIN)
     if options.loop:

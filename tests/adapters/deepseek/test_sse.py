@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.adapters.deepseek import DONE, parse_sse
+from dsh.adapters.deepseek import DONE, SseParser, parse_sse
 from dsh.core.errors import LlmError
 from tests.adapters.deepseek.helpers import collect, source
 
@@ -192,3 +192,38 @@ async def test_any_split_of_the_bytes_parses_like_one_read(
     data = "".join(f"data: {p}{separators[i]}" for i, p in enumerate(events)).encode()
     reads = split(data, *(min(cut, len(data)) for cut in cuts))
     assert await parse(*reads) == events
+
+
+# ------------------------------------------------------------------------ SseParser
+def test_the_incremental_parser_returns_the_payloads_each_piece_completes() -> None:
+    """SseParser.feed returns what each piece completes; a blank line cut after "\\n\\r" waits for its "\\n\""""
+    parser = SseParser()
+    assert parser.feed(b"data: a\n\r") == []
+    assert parser.feed(b"\ndata: b") == ["a"]
+    assert parser.feed(b"\r\n\r\ndata: [DONE]\n\ndata: after\n\n") == ["b", DONE]
+    assert parser.done
+
+
+def test_the_incremental_parser_ignores_everything_after_DONE() -> None:
+    """once [DONE] was returned, feed and finish return nothing"""
+    parser = SseParser()
+    assert parser.feed(b"data: [DONE]\n\n") == [DONE]
+    assert parser.feed(b"data: late\n\n") == []
+    assert parser.finish() == []
+    assert parser.done
+
+
+def test_finishing_the_parser_gives_the_final_unterminated_event() -> None:
+    """finish() parses what is left; done only if it was [DONE]"""
+    ended_early = SseParser()
+    assert ended_early.feed(b"data: a\n\ndata: b") == ["a"]
+    assert ended_early.finish() == ["b"]
+    assert not ended_early.done
+    blank = SseParser()
+    assert blank.feed(b": comment\n") == []
+    assert blank.finish() == []
+    assert not blank.done
+    done = SseParser()
+    assert done.feed(b"data: [DONE]") == []
+    assert done.finish() == [DONE]
+    assert done.done

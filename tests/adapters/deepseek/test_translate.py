@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsh.adapters.deepseek import DONE, map_finish_reason, map_usage, translate
+from dsh.adapters.deepseek import DONE, StreamTranslator, map_finish_reason, map_usage, translate
 from dsh.core.errors import LlmError
 from dsh.core.llm import BlockAssembler, StreamChunk
 from tests.adapters.deepseek.helpers import collect, kinds, source
@@ -347,3 +347,19 @@ async def test_tolerates_odd_shapes_without_failing_the_stream() -> None:
         {"type": "tool-call", "id": "", "name": "", "arguments": "2"},
     ]
     assert out[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+
+
+# --------------------------------------------------------------- StreamTranslator
+def test_the_synchronous_translator_appends_to_the_callers_list_and_reports_DONE() -> None:
+    """StreamTranslator.feed appends each payload's chunks and returns True only at [DONE]"""
+    translator = StreamTranslator()
+    out: list[StreamChunk] = []
+    assert translator.feed(chunk({"content": "a"}), out) is False
+    assert kinds(out) == ["block-start", "text-delta"]
+    assert translator.feed(chunk({}, "stop"), out) is False
+    assert len(out) == 2  # a finish_reason alone yields nothing until [DONE]
+    with pytest.raises(LlmError, match="malformed SSE payload"):
+        translator.feed("{oops", out)
+    assert len(out) == 2  # nothing of the bad payload was appended
+    assert translator.feed(DONE, out) is True
+    assert kinds(out) == ["block-start", "text-delta", "block-end", "finish"]

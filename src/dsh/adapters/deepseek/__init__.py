@@ -6,13 +6,15 @@ path in YAML. Its parts are public for embedding and tests:
 
 * :class:`DeepSeekAdapter` -- the :class:`~dsh.core.llm.LlmAdapter`;
 * :func:`serialize_request`, :func:`serialize_messages` -- options to the request body;
-* :func:`parse_sse` -- response bytes to event payloads;
-* :func:`translate`, :func:`map_finish_reason`, :func:`map_usage` -- payloads to chunks.
+* :class:`SseParser`, :func:`parse_sse` -- response bytes to event payloads;
+* :class:`StreamTranslator`, :func:`translate`, :func:`map_finish_reason`,
+  :func:`map_usage` -- payloads to chunks.
 """
 
 from dsh.adapters.deepseek.adapter import (
     DEFAULT_MODELS,
     DEFAULT_TIMEOUT,
+    DRAIN_TIMEOUT,
     PUBLIC_BASE_URL,
     USER_AGENT,
     DeepSeekAdapter,
@@ -30,8 +32,8 @@ from dsh.adapters.deepseek.serialize import (
     serialize_messages,
     serialize_request,
 )
-from dsh.adapters.deepseek.sse import DONE, parse_sse
-from dsh.adapters.deepseek.translate import map_finish_reason, map_usage, translate
+from dsh.adapters.deepseek.sse import DONE, SseParser, parse_sse
+from dsh.adapters.deepseek.translate import StreamTranslator, map_finish_reason, map_usage, translate
 
 __all__ = [
     "API_KEY_ENV",
@@ -39,6 +41,7 @@ __all__ = [
     "DEFAULT_MODELS",
     "DEFAULT_TIMEOUT",
     "DONE",
+    "DRAIN_TIMEOUT",
     "EMPTY_TOOL_RESULT",
     "PUBLIC_BASE_URL",
     "USER_AGENT",
@@ -47,6 +50,8 @@ __all__ = [
     "DeepSeekAdapter",
     "ReasoningEffort",
     "RequestDefaults",
+    "SseParser",
+    "StreamTranslator",
     "Thinking",
     "WireMessage",
     "WireTool",

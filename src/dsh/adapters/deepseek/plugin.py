@@ -10,7 +10,8 @@ Config (YAML keys in camelCase; the snake_case spellings are accepted too):
 
 The environment is read only for keys the config leaves out (or null): an explicit
 empty ``apiKey`` fails rather than falling back, and an empty base URL is used as is.
-``apply`` builds ONE :class:`DeepSeekAdapter`, registers it for every model at once
+``apply`` builds ONE :class:`DeepSeekAdapter`, starts building its HTTP client in a
+worker thread (:meth:`DeepSeekAdapter.prepare`), registers it for every model at once
 and returns it (``fiber.instance``); unloading the plugin unregisters the models,
 then closes the adapter's HTTP client.
 """
@@ -64,5 +65,6 @@ def apply(ctx: Context, config: Config) -> DeepSeekAdapter:
         reasoning_effort=config.reasoning_effort,
     )
     ctx.effect(lambda: adapter.aclose, "llm-deepseek http client")
+    adapter.prepare()
     ctx[LLM].register_adapter(config.models, adapter)
     return adapter

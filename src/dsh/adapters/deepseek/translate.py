@@ -9,8 +9,7 @@ stream that breaks off never claims to have finished.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterable, Mapping
 from typing import Any, Literal
 
 from dsh.adapters.deepseek.sse import DONE as DONE
@@ -33,8 +32,11 @@ def map_finish_reason(reason: str) -> FinishReason:
     return {"kind": "error", "message": f"model stopped: {reason}", "code": reason.upper()}
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
 def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
@@ -60,13 +62,17 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     return mapped
 
 
-@dataclass
 class _Block:
-    index: int
-    kind: Literal["text", "reasoning", "tool-call"]
-    parts: list[str] = field(default_factory=list)
-    call_id: str = ""
-    name: str = ""
+    """One open block: its index, kind and the fragments streamed so far."""
+
+    __slots__ = ("call_id", "index", "kind", "name", "parts")
+
+    def __init__(self, index: int, kind: Literal["text", "reasoning", "tool-call"]) -> None:
+        self.index = index
+        self.kind = kind
+        self.parts: list[str] = []
+        self.call_id = ""
+        self.name = ""
 
     def assembled(self) -> ContentBlock:
         joined = "".join(self.parts)
@@ -77,8 +83,27 @@ class _Block:
         return {"type": "text", "text": joined}
 
 
-class _Translation:
-    """The state of one stream; see the module docstring."""
+def _parse(payload: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(payload)
+    except ValueError:
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise LlmError(f"malformed SSE payload: {payload[:120]}", "MALFORMED_RESPONSE")
+    return chunk
+
+
+class StreamTranslator:
+    """The translation state of one stream: payload strings in, stream chunks out.
+
+    :meth:`feed` takes each payload in order and appends the chunks it yields to the
+    caller's list; it returns True at ``[DONE]``, after appending the closing chunks
+    (see the module docstring). It raises ``LlmError`` code ``MALFORMED_RESPONSE`` for a
+    payload that is not a JSON object; chunks appended before the error stay in the
+    list. Feeding after ``[DONE]`` is the caller's mistake. One translator per stream.
+    """
+
+    __slots__ = ("_blocks", "_finish", "_reasoning", "_text", "_tools", "_usage")
 
     def __init__(self) -> None:
         self._blocks: list[_Block] = []
@@ -88,55 +113,67 @@ class _Translation:
         self._finish: FinishReason | None = None
         self._usage: TokenUsage | None = None
 
-    def _open(self, kind: Literal["text", "reasoning", "tool-call"]) -> _Block:
+    def _open(self, kind: Literal["text", "reasoning", "tool-call"], out: list[StreamChunk]) -> _Block:
         block = _Block(len(self._blocks), kind)
         self._blocks.append(block)
+        out.append({"type": "block-start", "index": block.index, "blockType": kind})
         return block
 
-    def feed(self, chunk: Mapping[str, Any]) -> Iterator[StreamChunk]:
+    def feed(self, payload: str, out: list[StreamChunk]) -> bool:
+        """Append the chunks of ``payload`` to ``out``; True when it was ``[DONE]``."""
+        if payload == DONE:
+            self._close(out)
+            return True
+        chunk = _parse(payload)
         choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else ():
-            yield from self._choice(_mapping(choice))
+        if isinstance(choices, list):
+            for choice in choices:
+                if isinstance(choice, dict):
+                    self._choice(choice, out)
         usage = chunk.get("usage")
-        if isinstance(usage, Mapping):
+        if isinstance(usage, dict):
             self._usage = map_usage(usage)
+        return False
 
-    def _choice(self, choice: Mapping[str, Any]) -> Iterator[StreamChunk]:
-        delta = _mapping(choice.get("delta"))
-        reasoning = delta.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
-            if self._reasoning is None:
-                self._reasoning = self._open("reasoning")
-                yield {"type": "block-start", "index": self._reasoning.index, "blockType": "reasoning"}
-            self._reasoning.parts.append(reasoning)
-            yield {"type": "reasoning-delta", "index": self._reasoning.index, "text": reasoning}
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            if self._text is None:
-                self._text = self._open("text")
-                yield {"type": "block-start", "index": self._text.index, "blockType": "text"}
-            self._text.parts.append(content)
-            yield {"type": "text-delta", "index": self._text.index, "text": content}
-        calls = delta.get("tool_calls")
-        for position, call in enumerate(calls if isinstance(calls, list) else ()):
-            yield from self._tool_call(position, _mapping(call))
+    def _choice(self, choice: dict[str, Any], out: list[StreamChunk]) -> None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            reasoning = delta.get("reasoning_content")
+            if reasoning and isinstance(reasoning, str):
+                block = self._reasoning
+                if block is None:
+                    block = self._reasoning = self._open("reasoning", out)
+                block.parts.append(reasoning)
+                out.append({"type": "reasoning-delta", "index": block.index, "text": reasoning})
+            content = delta.get("content")
+            if content and isinstance(content, str):
+                block = self._text
+                if block is None:
+                    block = self._text = self._open("text", out)
+                block.parts.append(content)
+                out.append({"type": "text-delta", "index": block.index, "text": content})
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                for position, call in enumerate(calls):
+                    self._tool_call(position, call if isinstance(call, dict) else _EMPTY, out)
         reason = choice.get("finish_reason")
         if isinstance(reason, str):
             self._finish = map_finish_reason(reason)
 
-    def _tool_call(self, position: int, call: Mapping[str, Any]) -> Iterator[StreamChunk]:
+    def _tool_call(self, position: int, call: Mapping[str, Any], out: list[StreamChunk]) -> None:
         wire_index = call.get("index")
         key = wire_index if isinstance(wire_index, int) else position
         block = self._tools.get(key)
         if block is None:
-            block = self._tools[key] = self._open("tool-call")
-            yield {"type": "block-start", "index": block.index, "blockType": "tool-call"}
+            block = self._tools[key] = self._open("tool-call", out)
         call_id = call.get("id")
-        if isinstance(call_id, str) and call_id:
+        if call_id and isinstance(call_id, str):
             block.call_id = call_id
-        function = _mapping(call.get("function"))
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = _EMPTY
         name = function.get("name")
-        if isinstance(name, str) and name:
+        if name and isinstance(name, str):
             block.name = name
         fragment = function.get("arguments")
         fragment = fragment if isinstance(fragment, str) else ""
@@ -151,30 +188,15 @@ class _Translation:
                 "argumentsDelta": fragment,
             }
         else:
-            delta = {
-                "type": "tool-call-delta",
-                "index": block.index,
-                "id": block.call_id,
-                "argumentsDelta": fragment,
-            }
-        yield delta
+            delta = {"type": "tool-call-delta", "index": block.index, "id": block.call_id, "argumentsDelta": fragment}
+        out.append(delta)
 
-    def close(self) -> Iterator[StreamChunk]:
+    def _close(self, out: list[StreamChunk]) -> None:
         for block in self._blocks:
-            yield {"type": "block-end", "index": block.index, "block": block.assembled()}
+            out.append({"type": "block-end", "index": block.index, "block": block.assembled()})
         if self._usage is not None:
-            yield {"type": "usage", "usage": self._usage}
-        yield {"type": "finish", "reason": self._finish if self._finish is not None else {"kind": "stop"}}
-
-
-def _parse(payload: str) -> Mapping[str, Any]:
-    try:
-        chunk = json.loads(payload)
-    except ValueError:
-        chunk = None
-    if not isinstance(chunk, Mapping):
-        raise LlmError(f"malformed SSE payload: {payload[:120]}", "MALFORMED_RESPONSE")
-    return chunk
+            out.append({"type": "usage", "usage": self._usage})
+        out.append({"type": "finish", "reason": self._finish if self._finish is not None else {"kind": "stop"}})
 
 
 async def translate(payloads: AsyncIterable[str]) -> AsyncGenerator[StreamChunk, None]:
@@ -186,12 +208,13 @@ async def translate(payloads: AsyncIterable[str]) -> AsyncGenerator[StreamChunk,
     a JSON object, and ``STREAM_CLOSED`` if ``payloads`` ends before ``[DONE]``. Closing
     this generator does not close ``payloads``: its owner does that.
     """
-    state = _Translation()
+    translator = StreamTranslator()
+    out: list[StreamChunk] = []
     async for payload in payloads:
-        if payload == DONE:
-            for chunk in state.close():
-                yield chunk
-            return
-        for chunk in state.feed(_parse(payload)):
+        done = translator.feed(payload, out)
+        for chunk in out:
             yield chunk
+        out.clear()
+        if done:
+            return
     raise LlmError("SSE payload stream ended without [DONE]", "STREAM_CLOSED")

@@ -1,0 +1,249 @@
+"""Connection reuse and body draining of DeepSeek streams, over real HTTP against the wire server.
+
+A completed stream must hand its connection back to the pool: the pump reads the rest
+of the body after ``[DONE]`` (bounded by ``drain_timeout``) before it closes the
+response. Before this was so, every call opened a new connection and the 101st call of
+a process waited 30 s for httpx's pool and failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from dsh.adapters.deepseek import DeepSeekAdapter
+from dsh.core.errors import LlmError
+from dsh.core.llm import StreamChunk
+from dsh.kernel import AbortController, AbortError
+from dsh.testing.wire import Raw, RawBytes, RawResponse, Reply, TextDelta, WireServer, text_reply
+from tests.adapters.deepseek.helpers import collect, kinds, options
+
+KEY = "sk-test"
+DONE_THEN_STALL = Reply([TextDelta("a"), Raw("[DONE]")], ending="stall")
+"""``[DONE]``, then a body that never ends (the server waits for the client to go away)."""
+
+
+async def read_to_finish(stream: AsyncIterator[StreamChunk]) -> list[StreamChunk]:
+    """Chunks up to and including ``finish``, leaving the stream open."""
+    seen = [await anext(stream)]
+    while seen[-1]["type"] != "finish":
+        seen.append(await anext(stream))
+    return seen
+
+
+async def test_sequential_streams_reuse_one_connection() -> None:
+    """after N sequential streams against one WireServer, server.total_connections == 1"""
+    async with WireServer([text_reply("hi")], repeat=True) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        for _ in range(20):
+            chunks = await collect(adapter.stream(options()))
+            assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+        assert server.total_connections == 1
+        assert server.open_connections == 1  # idle in the pool, not leaked as active
+        assert len(server.requests) == 20
+
+
+async def test_150_sequential_calls_through_one_adapter_with_the_default_pool_all_succeed() -> None:
+    """150 calls through one adapter and httpx's default pool of 100 all succeed (no PoolTimeout)"""
+    async with WireServer([text_reply("ok")], repeat=True) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        for number in range(150):
+            chunks = await collect(adapter.stream(options(prompt=f"call {number}")))
+            assert chunks[1] == {"type": "text-delta", "index": 0, "text": "ok"}
+        assert len(server.requests) == 150
+        assert server.total_connections == 1
+
+
+async def test_the_request_asks_for_an_unencoded_body() -> None:
+    """the request sends accept-encoding: identity, so the body is read as it arrives"""
+    async with WireServer([text_reply("x")]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        await collect(adapter.stream(options()))
+    assert server.requests[0].headers["accept-encoding"] == "identity"
+
+
+async def test_data_after_DONE_is_read_and_dropped_and_the_connection_is_reused() -> None:
+    """events after [DONE] are drained, never yielded; the connection then carries the next call"""
+    after_done = Reply([TextDelta("a"), Raw("[DONE]"), TextDelta("late"), Raw("[DONE]")], ending="end")
+    async with (
+        WireServer([after_done, text_reply("next")]) as server,
+        DeepSeekAdapter(KEY, server.base_url) as adapter,
+    ):
+        first = await collect(adapter.stream(options()))
+        assert kinds(first) == ["block-start", "text-delta", "block-end", "finish"]
+        assert first[2]["block"] == {"type": "text", "text": "a"}  # type: ignore[typeddict-item]
+        second = await collect(adapter.stream(options()))
+        assert second[1] == {"type": "text-delta", "index": 0, "text": "next"}
+        assert server.total_connections == 1
+
+
+async def test_a_body_that_does_not_end_after_DONE_is_dropped_after_the_drain_timeout() -> None:
+    """the tail read after [DONE] is bounded: a stalled body is closed and the next call connects anew"""
+    async with (
+        WireServer([DONE_THEN_STALL, text_reply("fresh")]) as server,
+        DeepSeekAdapter(KEY, server.base_url, drain_timeout=0.01) as adapter,
+    ):
+        chunks = await collect(adapter.stream(options()))
+        assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+        await server.wait_for_connections(0)  # the stalled connection was dropped, not pooled
+        assert (await collect(adapter.stream(options())))[1]["text"] == "fresh"  # type: ignore[typeddict-item]
+        assert server.total_connections == 2
+
+
+async def test_an_abort_while_draining_drops_the_connection_at_once() -> None:
+    """the signal still cuts the tail read short; the completed stream ends without an error"""
+    async with (
+        WireServer([DONE_THEN_STALL]) as server,
+        DeepSeekAdapter(KEY, server.base_url, drain_timeout=50.0) as adapter,
+    ):
+        controller = AbortController()
+        stream = adapter.stream(options(signal=controller.signal))
+        assert kinds(await read_to_finish(stream))[-1] == "finish"
+        ending = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0)  # the stream is now waiting for the drain
+        assert not ending.done()
+        controller.abort("enough")
+        with pytest.raises(StopAsyncIteration):
+            await ending
+        await server.wait_for_connections(0)
+
+
+async def test_cancelling_the_consumer_while_draining_drops_the_connection() -> None:
+    """task cancellation during the tail read stops the pump and closes the connection"""
+    async with (
+        WireServer([DONE_THEN_STALL]) as server,
+        DeepSeekAdapter(KEY, server.base_url, drain_timeout=50.0) as adapter,
+    ):
+        stream = adapter.stream(options())
+        await read_to_finish(stream)
+        ending = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0)  # the stream is now waiting for the drain
+        ending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await ending
+        await server.wait_for_connections(0)
+
+
+async def test_closing_a_finished_stream_before_its_end_still_reuses_the_connection() -> None:
+    """a consumer that stops right after finish (aclose) does not cost the connection"""
+    async with (
+        WireServer([text_reply("a"), text_reply("b")]) as server,
+        DeepSeekAdapter(KEY, server.base_url) as adapter,
+    ):
+        stream = adapter.stream(options())
+        await read_to_finish(stream)
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert kinds(await collect(adapter.stream(options())))[-1] == "finish"
+        assert server.total_connections == 1
+
+
+async def test_a_malformed_payload_fails_after_the_chunks_before_it_and_keeps_the_connection() -> None:
+    """MALFORMED_RESPONSE is raised after the earlier chunks; the body is drained so the connection is reused"""
+    async with (
+        WireServer([Reply([TextDelta("ok"), Raw("{not json")]), text_reply("again")]) as server,
+        DeepSeekAdapter(KEY, server.base_url) as adapter,
+    ):
+        seen: list[StreamChunk] = []
+        with pytest.raises(LlmError) as caught:
+            async for chunk in adapter.stream(options()):
+                seen.append(chunk)
+        assert caught.value.code == "MALFORMED_RESPONSE"
+        assert str(caught.value) == "malformed SSE payload: {not json"
+        assert kinds(seen) == ["block-start", "text-delta"]
+        assert (await collect(adapter.stream(options())))[1]["text"] == "again"  # type: ignore[typeddict-item]
+        assert server.total_connections == 1
+
+
+async def test_an_unterminated_final_DONE_completes_the_stream() -> None:
+    """a body ending in "data: [DONE]" without its blank line still finishes normally"""
+    reply = Reply([TextDelta("tail"), RawBytes(b"data: [DONE]")], ending="end")
+    async with WireServer([reply]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        chunks = await collect(adapter.stream(options()))
+    assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+
+
+async def test_a_final_event_left_without_its_blank_line_is_delivered_before_STREAM_CLOSED() -> None:
+    """an unterminated final event that is not [DONE] is translated, then the stream fails STREAM_CLOSED"""
+    reply = Reply([TextDelta("a"), RawBytes(b'data: {"choices":[{"delta":{"content":"b"}}]}')], ending="end")
+    async with WireServer([reply]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        seen: list[StreamChunk] = []
+        with pytest.raises(LlmError) as caught:
+            async for chunk in adapter.stream(options()):
+                seen.append(chunk)
+    assert caught.value.code == "STREAM_CLOSED"
+    assert [chunk.get("text") for chunk in seen] == [None, "a", "b"]
+
+
+async def test_events_and_characters_split_across_HTTP_chunks_are_reassembled() -> None:
+    """an event (and a multi-byte character in it) cut across body pieces arrives whole"""
+    event = 'data: {"choices":[{"delta":{"content":"héllo"}}]}\n\n'.encode()
+    cut = event.index("é".encode()) + 1  # inside the two-byte character
+    reply = Reply([RawBytes(event[:cut]), RawBytes(event[cut:-1]), RawBytes(event[-1:])])
+    async with WireServer([reply]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        chunks = await collect(adapter.stream(options()))
+    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "héllo"}
+
+
+async def test_a_body_encoded_anyway_is_decoded() -> None:
+    """a server that gzips the stream despite accept-encoding: identity is still understood"""
+    body = gzip.compress(b'data: {"choices":[{"delta":{"content":"zipped"}}]}\n\ndata: [DONE]\n\n')
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+    answer = RawResponse(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+    async with WireServer([answer]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        chunks = await collect(adapter.stream(options()))
+    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "zipped"}
+    assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+
+
+async def test_an_abort_between_chunks_of_one_read_stops_the_stream_at_once() -> None:
+    """chunks handed over in one batch are not yielded after the signal fired"""
+    async with WireServer([text_reply("one read")]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
+        controller = AbortController()
+        stream = adapter.stream(options(signal=controller.signal))
+        assert (await anext(stream))["type"] == "block-start"  # its text-delta came in the same batch
+        controller.abort("now")
+        with pytest.raises(AbortError) as caught:
+            await anext(stream)
+        assert caught.value.reason == "now"
+
+
+class _Body(httpx.AsyncByteStream):
+    """A scripted response body; ``close_error`` is raised by ``aclose()``."""
+
+    def __init__(self, *pieces: bytes, close_error: Exception | None = None) -> None:
+        self.pieces = pieces
+        self.close_error = close_error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+    async def aclose(self) -> None:
+        if self.close_error is not None:
+            raise self.close_error
+
+
+async def stream_body(body: _Body) -> list[StreamChunk]:
+    async def network(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=body)
+
+    async with (
+        httpx.AsyncClient(transport=httpx.MockTransport(network)) as client,
+        DeepSeekAdapter(KEY, "http://deepseek.test", client=client) as adapter,
+    ):
+        return await collect(adapter.stream(options()))
+
+
+async def test_a_body_of_empty_pieces_is_an_empty_response() -> None:
+    """empty reads do not count as a body: EMPTY_RESPONSE"""
+    with pytest.raises(LlmError) as caught:
+        await stream_body(_Body(b"", b""))
+    assert caught.value.code == "EMPTY_RESPONSE"
+
+
+async def test_a_failure_while_closing_a_complete_response_does_not_fail_the_stream() -> None:
+    """once [DONE] arrived, an error from closing the response is not the stream's outcome"""
+    body = _Body(b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n', close_error=httpx.ReadError("x"))
+    chunks = await stream_body(body)
+    assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
