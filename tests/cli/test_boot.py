@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,33 @@ from dsh.kernel import FiberState
 from tests.cli.helpers import namespace
 
 
-async def test_a_profile_boots_from_a_temporary_file_and_is_disposed(tmp_path: Path) -> None:
+async def test_a_profile_boots_from_its_entries_without_yaml_and_is_disposed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = Settings.from_args(namespace(sessions_root=str(tmp_path / "s"), cwd=str(tmp_path), demo=True), {})
-    async with booted(resolve_tree(settings)) as root:
+    tree = resolve_tree(settings)
+
+    def no_temporary_file(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a built-in profile boots without writing its YAML")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", no_temporary_file)
+    async with booted(tree) as root:
         assert root.get(AGENTS) is not None
         assert root.get(SESSION_PERSISTENCE) is not None
         fiber = root.fiber
     assert fiber.state is FiberState.DISPOSED
     assert root.get(AGENTS) is None
+    assert "text" not in vars(tree)  # nothing rendered it
+
+
+async def test_a_failing_built_in_entry_is_named_in_profile_yml() -> None:
+    tree = Tree("the profile", None, None, None, ({"id": "agents", "name": "agents"}, {"id": "bad", "name": "nowhere"}))
+    with pytest.raises(CliError) as caught:
+        async with booted(tree):
+            raise AssertionError("never reached")
+    assert caught.value.message.startswith(
+        'cannot start the profile: profile.yml: entry "bad" (nowhere): unknown plugin "nowhere"'
+    )
 
 
 async def test_a_tree_that_fails_names_the_tree_and_the_entry(tmp_path: Path) -> None:

@@ -78,6 +78,15 @@ def test_a_rendered_profile_parses_back_into_the_same_tree(tmp_path: Path) -> No
     ]
 
 
+def test_a_built_in_tree_carries_its_entries_and_renders_them_on_demand(tmp_path: Path) -> None:
+    chosen = settings(tmp_path, invariants=True)
+    tree = resolve_tree(chosen)
+    assert (tree.source, tree.file) == (None, None)
+    assert list(tree.entries) == profile_entries(chosen)
+    assert tree.text == render_tree(profile_entries(chosen), "the built-in default profile")
+    assert tree.text is tree.text
+
+
 def test_resolve_tree_needs_a_key_for_the_default_agent_profile(tmp_path: Path) -> None:
     keyless = settings(tmp_path, key=False)
     with pytest.raises(CliError) as caught:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from dsh.kernel import (
     parse_tree,
     resolve_plugin,
 )
-from dsh.kernel.loader import include
+from dsh.kernel.loader import include, load_entries
 from tests.kernel.helpers import leftovers, ticks
 
 GREETER: ServiceKey[Any] = ServiceKey("greeter")
@@ -311,6 +313,49 @@ def test_an_entry_point_in_group_dsh_plugins_resolves_first(tmp_path: Path, monk
     sys.modules.pop("dsh_test_ep_module", None)
 
 
+def _dist_info(where: Path, project: str, lines: str) -> None:
+    """A minimal installed distribution in ``where`` declaring ``lines`` in group dsh.plugins."""
+    info = where / f"{project}-1.0.dist-info"
+    write(info / "METADATA", f"Metadata-Version: 2.1\nName: {project.replace('_', '-')}\nVersion: 1.0\n")
+    write(info / "entry_points.txt", f"[dsh.plugins]\n{lines}\n")
+
+
+def test_entry_points_are_read_once_per_state_of_sys_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree names a dozen plugins: the installed metadata is read once, again only when sys.path changes."""
+    import importlib.metadata
+
+    reads: list[str | None] = []
+    real_entry_points = importlib.metadata.entry_points
+
+    def counting(**params: Any) -> Any:
+        reads.append(params.get("group"))
+        return real_entry_points(**params)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counting)
+    write(tmp_path / "dsh_test_cached_a.py", "name = 'a'\n")
+    write(tmp_path / "dsh_test_cached_b.py", "name = 'b'\n")
+    _dist_info(tmp_path, "dsh_test_cached", "dsh-test-a = dsh_test_cached_a")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert resolve_plugin("dsh-test-a", tmp_path).name == "a"  # type: ignore[attr-defined]
+    assert resolve_plugin("llm", tmp_path) is not None
+    assert resolve_plugin("dsh-test-a:name", tmp_path) == "a"
+    assert reads == ["dsh.plugins"]
+
+    # A distribution installed meanwhile changes its directory's mtime: read again.
+    _dist_info(tmp_path, "dsh_test_cached_more", "dsh-test-b = dsh_test_cached_b")
+    stamp = tmp_path.stat()
+    os.utime(tmp_path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+    assert resolve_plugin("dsh-test-b", tmp_path).name == "b"  # type: ignore[attr-defined]
+    assert reads == ["dsh.plugins"] * 2
+
+    # So does a new sys.path entry, even one that does not exist (yet).
+    monkeypatch.syspath_prepend(str(tmp_path / "not-there"))
+    assert resolve_plugin("dsh-test-a", tmp_path).name == "a"  # type: ignore[attr-defined]
+    assert reads == ["dsh.plugins"] * 3
+    for name in ("dsh_test_cached_a", "dsh_test_cached_b"):
+        sys.modules.pop(name, None)
+
+
 # --------------------------------------------------------------------------- boot
 async def test_load_tree_boots_every_entry_in_order_and_disposes_cleanly(tree_dir: Path) -> None:
     """A service plugin and a module plugin that injects it; the stray default is never used."""
@@ -337,6 +382,29 @@ async def test_load_tree_boots_every_entry_in_order_and_disposes_cleanly(tree_di
     assert hello.LOG == ["Hi, tree!", "hello gone"]  # type: ignore[attr-defined]
     assert greeter.LOG == ["greeter gone"]  # type: ignore[attr-defined]
     assert leftovers(root, fibers) == []
+
+
+async def test_load_entries_boots_a_tree_built_in_code_like_a_file(tree_dir: Path) -> None:
+    """(extra) entries built in code load without YAML; relative names resolve against ``entry.file``."""
+    virtual = tree_dir / "built-in.yml"  # never written: it only anchors paths and names the tree
+    entries = [
+        PluginEntry("greeter", "./plugins/greeter.py:Greeter", {"greeting": "Hey"}, virtual),
+        PluginEntry("hello", "./plugins/hello.py", {"who": "code"}, virtual),
+    ]
+    root = Context()
+    fibers = await load_entries(root, entries)
+    await ticks()
+    assert [fiber.state for fiber in fibers] == [FiberState.ACTIVE, FiberState.ACTIVE]
+    assert module_of(tree_dir / "plugins" / "hello.py").LOG == ["Hey, code!"]  # type: ignore[attr-defined]
+    assert not virtual.exists()
+    await root.dispose()
+    assert leftovers(root, fibers) == []
+
+    again = Context()
+    broken = [*entries, PluginEntry("bad", "no-such-plugin-anywhere", None, virtual)]
+    with pytest.raises(LoaderError, match=f'^{re.escape(str(virtual))}: entry "bad" .*unknown plugin'):
+        await load_entries(again, broken)
+    assert leftovers(again) == []
 
 
 async def test_an_entry_waiting_for_a_service_counts_as_loaded(tree_dir: Path) -> None:

@@ -1,10 +1,11 @@
 """Boot a :class:`~dsh.cli.profile.Tree` through the real loader, and tear it down.
 
 :func:`booted` is the one place a command starts plugins: the tree is loaded into a
-fresh root :class:`~dsh.kernel.Context` with :func:`~dsh.kernel.load_tree` (a
-built-in profile from a temporary copy of its YAML, removed once loaded), and the
-whole root is disposed when the block ends, however it ends (sessions settle and
-persistence flushes on the way).
+fresh root :class:`~dsh.kernel.Context` (a built-in profile from its entries with
+:func:`~dsh.kernel.loader.load_entries`, a file with :func:`~dsh.kernel.load_tree`,
+YAML text from a temporary copy removed once loaded), and the whole root is disposed
+when the block ends, however it ends (sessions settle and persistence flushes on
+the way). Loader messages name a built-in profile's tree ``profile.yml``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from dsh.cli.errors import CliError
 from dsh.cli.profile import Tree
-from dsh.kernel import Context, LoaderError, load_tree
+from dsh.kernel import Context, LoaderError, PluginEntry, load_tree
+from dsh.kernel.loader import load_entries
 
 PROFILE_FILE = "profile.yml"
-"""The name of a built-in profile's temporary file (it shows in loader messages)."""
+"""The name loader messages give a tree without a file of its own (a built-in profile)."""
+
+BUILT_IN_PATH = Path("/", "<dsh built-in profile>", PROFILE_FILE)
+"""The ``file`` of a built-in profile's entries: never read (it names no real file)."""
 
 
 @asynccontextmanager
@@ -35,12 +41,18 @@ async def booted(tree: Tree) -> AsyncIterator[Context]:
     try:
         if tree.file is not None:
             await _load(root, tree, tree.file)
+        elif tree.source is None:
+            await _load(root, tree, BUILT_IN_PATH)
         else:
             with tempfile.TemporaryDirectory(prefix="dsh-profile-") as folder:
                 await _load(root, tree, Path(folder) / PROFILE_FILE)
         yield root
     finally:
         await root.dispose()
+
+
+def _entry(item: dict[str, Any], file: Path) -> PluginEntry:
+    return PluginEntry(item["id"], item["name"], item.get("config"), file)
 
 
 def write_profile(tree: Tree, path: Path) -> Path:
@@ -50,11 +62,14 @@ def write_profile(tree: Tree, path: Path) -> Path:
 
 
 async def _load(root: Context, tree: Tree, path: Path) -> None:
-    """Load ``tree`` from ``path`` (writing its text there first for a built-in profile)."""
-    if tree.file is None:
-        write_profile(tree, path)
+    """Load ``tree``: its entries (``path`` naming them), else its YAML at ``path`` (written first if need be)."""
     try:
-        await load_tree(root, path)
+        if tree.file is None and tree.source is None:
+            await load_entries(root, [_entry(item, path) for item in tree.entries])
+        else:
+            if tree.file is None:
+                write_profile(tree, path)
+            await load_tree(root, path)
     except LoaderError as error:
         message = str(error) if tree.file is not None else str(error).replace(str(path), PROFILE_FILE)
         raise CliError(f"cannot start {tree.label}: {message}") from error

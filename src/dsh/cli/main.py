@@ -197,11 +197,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A subcommand runs in a fresh event loop. A Ctrl-C that arrives while no
     subcommand handles it (during startup, say) ends the run with status 130.
+    This process is dsh's own, so imports no command needs are deferred first
+    (see :mod:`dsh.cli.startup`).
     """
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed
     import asyncio
+
+    from dsh.cli.startup import defer_httpx_cli
+
+    defer_httpx_cli()
 
     try:
         return asyncio.run(_command(parsed)(parsed))

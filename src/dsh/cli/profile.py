@@ -1,7 +1,9 @@
 """The plugin trees ``dsh`` boots: the built-in profiles, or the user's ``--config`` file.
 
-A built-in profile is a YAML plugin tree built in code from :class:`Settings` (so
-``dsh config`` prints exactly what boots) and booted through the real loader:
+A built-in profile is a plugin tree built in code from :class:`Settings` and booted
+through the real loader straight from its entries (no YAML is written or parsed on
+the way: it would cost a few milliseconds of every start); ``dsh config`` prints it
+as the YAML tree that boots the same:
 
 * **default**: the core services, the local bash executor and tools, the agent loop,
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
@@ -17,6 +19,7 @@ A built-in profile is a YAML plugin tree built in code from :class:`Settings` (s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -53,15 +56,23 @@ Purpose: TypeAlias = Literal["agent", "storage"]
 class Tree:
     """A plugin tree to boot.
 
-    ``text`` is its YAML; ``file`` is the user's file it was read from (None for a
-    built-in profile, which is booted from a temporary copy of ``text``). ``model`` is
+    ``source`` is its YAML text, as read from ``file`` (the user's ``--config``) or
+    given directly (``file`` None: it is booted from a temporary copy). A built-in
+    profile has no ``source`` but ``entries`` (``{id, name, config?}`` mappings), which
+    boot without any YAML; :attr:`text` renders them for ``dsh config``. ``model`` is
     the model the agent asks; None means the first model the booted tree serves.
     """
 
     label: str
-    text: str
+    source: str | None
     file: Path | None
     model: str | None
+    entries: tuple[dict[str, Any], ...] = ()
+
+    @cached_property
+    def text(self) -> str:
+        """The tree as YAML: ``source``, else the rendered ``entries``."""
+        return self.source if self.source is not None else render_tree(list(self.entries), self.label)
 
 
 def _entry(id: str, name: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -128,7 +139,8 @@ def render_tree(entries: list[dict[str, Any]], label: str) -> str:
         f"# {label} of dsh, as `dsh config` prints it.\n"
         "# Save it to a file, edit it, and boot it with `dsh --config FILE ...`.\n"
     )
-    body: str = yaml.safe_dump(entries, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when present: same text, faster
+    body: str = yaml.dump(entries, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return head + body
 
 
@@ -147,5 +159,5 @@ def resolve_tree(settings: Settings, purpose: Purpose = "agent", *, need_key: bo
         return Tree(str(settings.config), text, settings.config, settings.model)
     if need_key and purpose == "agent" and not settings.demo and not settings.has_api_key:
         raise CliError(NO_MODEL_HELP, 2)
-    label = _profile_label(settings, purpose)
-    return Tree(label, render_tree(profile_entries(settings, purpose), label), None, profile_model(settings))
+    entries = tuple(profile_entries(settings, purpose))
+    return Tree(_profile_label(settings, purpose), None, None, profile_model(settings), entries)

@@ -25,31 +25,40 @@ module. A module is used as a plugin through its namespace (``name``, ``inject``
 
 :func:`load_tree` awaits each entry's ``ctx.plugin(...)`` before the next. When one
 fails, the fibers it already loaded are disposed (last first) and a
-:class:`LoaderError` names the file, the entry and the cause.
+:class:`LoaderError` names the file, the entry and the cause. :func:`load_entries`
+does the same for :class:`PluginEntry` objects built in code.
+
+Cost: the ``dsh.plugins`` entry points are read once per state of ``sys.path`` (its
+entries and their modification times), not once per entry: installing or removing a
+distribution changes its directory's mtime, so the next lookup reads them again.
+YAML is parsed with libyaml when PyYAML has it. ``yaml`` and ``importlib.metadata``
+are imported on first use, so importing the kernel does not pay for them.
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from dsh.kernel.config import KernelError
 from dsh.kernel.plugin import PluginSpec
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    import yaml
+
     from dsh.kernel.context import Context
     from dsh.kernel.fiber import Fiber
 
@@ -82,11 +91,9 @@ class PluginEntry:
 
 
 # --------------------------------------------------------------------------- YAML
-class _TreeYamlLoader(yaml.SafeLoader):
-    """Safe YAML plus the ``!env`` tag."""
-
-
 def _construct_env(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    import yaml
+
     if isinstance(node, yaml.ScalarNode):
         name, default = loader.construct_scalar(node), None
     elif isinstance(node, yaml.SequenceNode) and len(node.value) in (1, 2):
@@ -103,7 +110,15 @@ def _construct_env(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     return os.environ.get(name, default)
 
 
-_TreeYamlLoader.add_constructor("!env", _construct_env)
+@functools.cache
+def _tree_yaml_loader() -> type[yaml.SafeLoader]:
+    """Safe YAML plus the ``!env`` tag, on libyaml's parser when PyYAML was built with it."""
+    import yaml
+
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = cast("type[yaml.SafeLoader]", type("TreeYamlLoader", (base,), {}))
+    loader.add_constructor("!env", _construct_env)
+    return loader
 
 
 def _read_yaml(path: Path) -> object:
@@ -116,8 +131,10 @@ def _read_yaml(path: Path) -> object:
         ) from None
     except OSError as error:
         raise LoaderError(f"plugin tree {path} cannot be read: {error}") from error
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_TreeYamlLoader)
+        return yaml.load(text, Loader=_tree_yaml_loader())
     except yaml.YAMLError as error:
         raise LoaderError(
             f"plugin tree {path} is not valid YAML: {error}; fix the syntax at the position shown"
@@ -211,8 +228,48 @@ def resolve_plugin(name: str, base_dir: str | os.PathLike[str]) -> object:
         ) from None
 
 
+def _path_state() -> tuple[tuple[str, int | None], ...]:
+    """Each ``sys.path`` entry (absolute) with its directory's mtime (None when it cannot be read)."""
+    state: list[tuple[str, int | None]] = []
+    for entry in sys.path:
+        where = os.path.abspath(entry)
+        try:
+            mtime: int | None = os.stat(where).st_mtime_ns
+        except OSError:
+            mtime = None
+        state.append((where, mtime))
+    return tuple(state)
+
+
+class _EntryPointIndex:
+    """The ``dsh.plugins`` entry points by name, read again only when ``sys.path`` changes.
+
+    ``importlib.metadata.entry_points`` reads the metadata of every installed
+    distribution on each call (milliseconds); a tree names a dozen plugins. The
+    first entry point of a name wins, as ``entry_points(name=...)`` would pick it.
+    """
+
+    def __init__(self) -> None:
+        self._state: tuple[tuple[str, int | None], ...] | None = None
+        self._points: dict[str, EntryPoint] = {}
+
+    def get(self, name: str) -> EntryPoint | None:
+        state = _path_state()
+        if state != self._state:
+            import importlib.metadata
+
+            points: dict[str, EntryPoint] = {}
+            for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+                points.setdefault(point.name, point)
+            self._points, self._state = points, state
+        return self._points.get(name)
+
+
+_entry_points = _EntryPointIndex()
+
+
 def _load_named(target: str, name: str) -> object:
-    point = next(iter(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=target)), None)
+    point = _entry_points.get(target)
     if point is not None:
         try:
             return point.load()
@@ -239,6 +296,8 @@ def _unknown(name: str) -> LoaderError:
 
 
 def _module_name(path: Path) -> str:
+    import hashlib
+
     digest = hashlib.sha1(str(path).encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
     stem = re.sub(r"\W", "_", path.stem)
     return f"dsh_tree_{stem}_{digest}"
@@ -294,7 +353,17 @@ async def load_tree(ctx: Context, path: str | os.PathLike[str]) -> list[Fiber]:
     counts as loaded. On a failure, disposes what this call loaded (last first)
     and raises :class:`LoaderError`.
     """
-    entries = parse_tree(path)
+    return await load_entries(ctx, parse_tree(path))
+
+
+async def load_entries(ctx: Context, entries: Sequence[PluginEntry]) -> list[Fiber]:
+    """Load ``entries`` as children of ``ctx``, in order, exactly as :func:`load_tree` loads a file's.
+
+    For trees built in code (no YAML to write and parse): the entries are used as
+    given, without the checks :func:`parse_tree` makes on a file (well-formed, unique
+    ids). Each ``entry.file`` anchors the entry's relative paths and names it in
+    errors. Same result and failure rules as :func:`load_tree`.
+    """
     fibers: list[Fiber] = []
     try:
         for entry in entries:

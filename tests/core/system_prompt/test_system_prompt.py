@@ -200,6 +200,34 @@ async def test_assembles_snapshots_so_one_step_mutations_do_not_leak_into_future
     assert tool["parameters"]["properties"]["path"]["type"] == "string"
 
 
+async def test_snapshots_copy_parameters_of_any_shape_deeply(root: Context) -> None:
+    """(extra) JSON parameters are copied level by level; other values (a tuple, a cycle) deeply as well"""
+    prompt = root[SYSTEM_PROMPT]
+    inner = ["a", "b"]
+    odd: dict[str, Any] = {"type": "object", "enum": (inner, 1.5, True, None)}
+    cyclic: dict[str, Any] = {"type": "object", "minimum": 0}
+    cyclic["self"] = cyclic
+    plain: dict[str, Any] = {
+        "type": "object",
+        "properties": {"n": {"type": "number", "default": 1.5}},
+        "required": ["n"],
+    }
+    prompt.tools(lambda: [schema("odd", odd), schema("cyclic", cyclic), schema("plain", plain)])
+
+    odd_copy, cyclic_copy, plain_copy = [tool["parameters"] for tool in (await prompt.assemble()).tools]
+
+    assert odd_copy == odd
+    assert odd_copy is not odd
+    assert odd_copy["enum"][0] == inner
+    assert odd_copy["enum"][0] is not inner
+    assert cyclic_copy is not cyclic
+    assert cyclic_copy["self"] is cyclic_copy
+    assert cyclic_copy["minimum"] == 0
+    assert plain_copy == plain
+    assert plain_copy["properties"]["n"] is not plain["properties"]["n"]
+    assert plain_copy["required"] is not plain["required"]
+
+
 async def test_sections_are_shallow_copies_sharing_the_text_callable(root: Context) -> None:
     """(extra) a snapshot section is a copy whose callable text is the registered one"""
 

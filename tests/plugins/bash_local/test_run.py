@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
 import resource
@@ -28,6 +29,7 @@ from dsh.plugins.bash_local import (
     run_bash,
     signal_name,
 )
+from dsh.plugins.bash_local import process as process_module
 from tests.plugins.bash_local.helpers import Handshake, alive, exited, file_bytes, file_size, real, wait_exited
 
 
@@ -577,3 +579,89 @@ def test_a_failing_flush_on_read_withholds_the_spill_path(tmp_path: Path, file_s
     assert read.lossy is True
     assert read.spill_path is None
     assert read.text == "a" * 10
+
+
+# ------------------------------------------------------------------------ (extra) how a command is launched and watched
+
+
+def test_child_env_of_our_environment_is_a_fresh_copy_that_follows_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(extra) child_env() reflects os.environ as it is now, and each call returns a dict the caller owns"""
+    monkeypatch.setenv("DSH_TEST_VISIBLE", "one")
+    monkeypatch.setenv("DSH_TEST_TOKEN", "hush")
+    first = child_env()
+    assert first["DSH_TEST_VISIBLE"] == "one"
+    assert "DSH_TEST_TOKEN" not in first
+    assert first["TERM"] == "dumb"
+    first["DSH_TEST_VISIBLE"] = "mutated by the caller"
+    assert child_env()["DSH_TEST_VISIBLE"] == "one"
+    monkeypatch.setenv("DSH_TEST_VISIBLE", "two")
+    monkeypatch.delenv("DSH_TEST_TOKEN")
+    assert child_env()["DSH_TEST_VISIBLE"] == "two"
+
+
+def test_child_env_follows_an_environ_that_is_a_plain_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(extra) an os.environ without CPython's internal table is compared as a whole"""
+    environ = {"PATH": os.environ["PATH"], "DSH_TEST_VISIBLE": "one", "API_KEY": "k"}
+    monkeypatch.setattr(os, "environ", environ)
+    scrubbed = {"PATH": environ["PATH"], "DSH_TEST_VISIBLE": "one"}
+    assert child_env() == {**scrubbed, "NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+    environ["DSH_TEST_VISIBLE"] = "two"
+    assert child_env()["DSH_TEST_VISIBLE"] == "two"
+
+
+async def test_a_command_sees_the_environment_as_it_is_when_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(extra) a variable set between two commands reaches the second one"""
+    monkeypatch.setenv("DSH_TEST_VISIBLE", "before")
+    assert (await run('echo "$DSH_TEST_VISIBLE $0"', tmp_path)).stdout.text == "before bash\n"
+    monkeypatch.setenv("DSH_TEST_VISIBLE", "after")
+    assert (await run('echo "$DSH_TEST_VISIBLE"', tmp_path)).stdout.text == "after\n"
+
+
+async def test_a_relative_path_entry_is_searched_from_the_workdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(extra) bash is looked up on PATH the way the spawn does: a relative entry counts from the workdir"""
+    fake = tmp_path / "relbin" / "bash"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho fake bash\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"relbin{os.pathsep}{os.environ['PATH']}")
+    assert (await run("echo real bash", tmp_path)).stdout.text == "fake bash\n"
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    assert (await run("echo real bash", tmp_path)).stdout.text == "fake bash\n"
+
+
+async def test_without_pidfds_a_worker_thread_waits_for_the_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(extra) where os.pidfd_open is missing, the exit is awaited in a worker thread with the same result"""
+    monkeypatch.delattr(os, "pidfd_open")
+    result = await run("echo out; echo err >&2; exit 3", tmp_path)
+    assert (result.stdout.text, result.stderr.text, result.exit_code, result.signal) == ("out\n", "err\n", 3, None)
+
+
+async def test_a_pipe_that_fails_to_read_counts_as_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(extra) a read error on a pipe ends that stream (and closes the pipe) instead of wedging the command"""
+    spawned: list[Any] = []
+    broken: list[int] = []
+    real_spawn = process_module._spawn
+    real_read = os.read
+
+    def spawn(command: str, cwd: str) -> Any:
+        spawned.append(real_spawn(command, cwd))
+        broken.append(spawned[-1].stdout.fileno())
+        return spawned[-1]
+
+    def read(fd: int, size: int) -> bytes:
+        if fd in broken:
+            broken.remove(fd)  # once: the descriptor's number is reused after the pipe closes
+            raise OSError(errno.EIO, "Input/output error")
+        return real_read(fd, size)
+
+    monkeypatch.setattr(process_module, "_spawn", spawn)
+    monkeypatch.setattr(os, "read", read)
+    result = await run("echo out; echo err >&2", tmp_path)
+    assert (result.stdout.text, result.stderr.text) == ("", "err\n")
+    assert spawned[0].stdout.closed

@@ -6,6 +6,15 @@ sends SIGTERM to the group and SIGKILL after a grace period; once the command ha
 closed after a stop, a last SIGKILL sweeps any group member that ignored SIGTERM.
 Output is read in bounded chunks into :class:`OutputCollector` tails, so memory stays
 bounded whatever the command prints.
+
+A model may run hundreds of commands, so each is watched with event-loop readers
+only: one per pipe, and one on a pidfd that turns readable when the process exits
+(``subprocess.Popen`` plus ``loop.add_reader``). That costs half the CPU of asyncio's
+subprocess support, whose child watcher (on 3.11) starts a thread per process and
+which gives each pipe a transport, a protocol and a stream reader. Where pidfds are
+unavailable (not Linux, or a kernel before 5.3) a worker thread waits for the exit
+instead. The scrubbed environment and the path of ``bash`` are computed once per
+state of ``os.environ``, not per command.
 """
 
 from __future__ import annotations
@@ -15,10 +24,12 @@ import contextlib
 import errno
 import os
 import re
+import shutil
 import signal as signals
+import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from dsh.core.bash import BashRunResult
 from dsh.core.errors import HarnessError
@@ -26,7 +37,7 @@ from dsh.kernel import AbortSignal
 from dsh.plugins.bash_local.collector import OutputCollector
 
 CHUNK_BYTES = 64 * 1024
-"""The most read from a pipe at once (and the pipe reader's buffer limit)."""
+"""The most read from a pipe at once."""
 
 _CREDENTIAL_NAME = re.compile("KEY|SECRET|TOKEN", re.IGNORECASE)
 _MODEL_FRIENDLY = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
@@ -37,11 +48,59 @@ def child_env(parent: Mapping[str, str] | None = None) -> dict[str, str]:
 
     Variables whose name contains KEY, SECRET or TOKEN (any case) are dropped, and
     colors and pagers are switched off (``NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat``).
+    Returns a new dict the caller owns.
     """
-    source = os.environ if parent is None else parent
+    if parent is None:
+        return dict(_launch.current()[0])
+    return _scrub(parent)
+
+
+def _scrub(source: Mapping[str, str]) -> dict[str, str]:
     env = {name: value for name, value in source.items() if not _CREDENTIAL_NAME.search(name)}
     env.update(_MODEL_FRIENDLY)
     return env
+
+
+class _Launch:
+    """What every command starts with: the scrubbed ``os.environ`` and the ``bash`` on its PATH.
+
+    Both are kept until ``os.environ`` changes. Scrubbing costs tens of microseconds;
+    noticing a change costs one dict comparison with the table CPython keeps behind
+    ``os.environ`` (``os.environ._data``; any other mapping is copied and compared
+    whole). ``bash`` is None when it is not on PATH (the spawn then fails the usual
+    way, naming ``bash``) or PATH has relative entries (the spawn searches it).
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[Any, Any] | None = None
+        self._env: dict[str, str] = {}
+        self._bash: str | None = None
+
+    def current(self) -> tuple[dict[str, str], str | None]:
+        """The environment (shared: never mutate it) and the path of ``bash`` (or None)."""
+        environ = os.environ
+        table = getattr(environ, "_data", None)
+        if not isinstance(table, dict):
+            table = dict(environ)
+        if table != self._seen:
+            self._env = _scrub(environ)
+            self._bash = _absolute_bash(self._env.get("PATH", os.defpath))
+            self._seen = dict(table)
+        return self._env, self._bash
+
+
+def _absolute_bash(path: str) -> str | None:
+    """``bash`` as found on ``path``, or None when the search must be left to the spawn.
+
+    A relative (or empty) entry means a directory relative to the command's
+    workdir, which only the spawn itself knows: then nothing is resolved ahead.
+    """
+    if not all(os.path.isabs(entry) for entry in path.split(os.pathsep)):
+        return None
+    return shutil.which("bash", path=path)
+
+
+_launch = _Launch()
 
 
 def kill_group(pid: int, sig: int) -> None:
@@ -196,18 +255,7 @@ class RunningBash:
 
     async def _main(self, command: str, cwd: str, timeout_ms: float) -> BashRunResult:
         try:
-            process = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
-                cwd=cwd,
-                env=child_env(),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=CHUNK_BYTES,
-            )
+            process = _spawn(command, cwd)
         except (OSError, ValueError) as error:
             self._settle()
             self._spawned.set_result(None)
@@ -220,16 +268,15 @@ class RunningBash:
             self._timers.append(self._loop.call_later(timeout_ms / 1000, self._on_timeout))
         assert process.stdout is not None  # piped above
         assert process.stderr is not None  # piped above
-        work = asyncio.gather(_pump(process.stdout, self.stdout), _pump(process.stderr, self.stderr), process.wait())
+        watch = _Watch(self._loop, process, ((process.stdout, self.stdout), (process.stderr, self.stderr)))
         try:
-            await asyncio.shield(work)
+            await asyncio.shield(watch.closed)
         except asyncio.CancelledError:
-            # The loop is going away (or someone cancelled the watcher): kill the group
-            # and reap it, draining the pipes anew since a shutdown cancels the readers too.
+            # The loop is going away (or someone cancelled the watcher): kill the group,
+            # then wait until it has exited and the pipes are drained (the readers are
+            # loop callbacks, not tasks, so a shutdown does not stop them).
             kill_group(pid, signals.SIGKILL)
-            work.cancel()
-            await asyncio.gather(work, return_exceptions=True)
-            await asyncio.gather(_pump(process.stdout, self.stdout), _pump(process.stderr, self.stderr), process.wait())
+            await asyncio.shield(watch.closed)
             self.stdout.finalize()
             self.stderr.finalize()
             raise
@@ -238,7 +285,7 @@ class RunningBash:
         if self._stopping:
             kill_group(pid, signals.SIGKILL)
         code = process.returncode
-        assert code is not None  # wait() returned
+        assert code is not None  # reaped before closed resolved
         return BashRunResult(
             exit_code=code if code >= 0 else None,
             signal=signal_name(-code) if code < 0 else None,
@@ -250,9 +297,79 @@ class RunningBash:
         )
 
 
-async def _pump(reader: asyncio.StreamReader, collector: OutputCollector) -> None:
-    while chunk := await reader.read(CHUNK_BYTES):
-        collector.push(chunk)
+def _spawn(command: str, cwd: str) -> subprocess.Popen[bytes]:
+    """Start ``bash -c command`` in its own session, stdin from /dev/null, output piped.
+
+    Synchronous (fork and exec, as asyncio's subprocess support does too); raises
+    ``OSError`` when bash or ``cwd`` cannot be used and ``ValueError`` for a NUL.
+    """
+    env, bash = _launch.current()
+    return subprocess.Popen(
+        ["bash", "-c", command],
+        executable=bash,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+class _Watch:
+    """Drains a started process's pipes into collectors and reaps it, from loop callbacks only.
+
+    :attr:`closed` resolves once every pipe has reached end of file (a read error
+    counts as its end; the pipe is then closed) and the process has exited and been
+    reaped (``process.returncode`` is set). Nothing here is a task, so nothing is
+    cancelled when the loop shuts down: the watch runs as long as the loop does.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        process: subprocess.Popen[bytes],
+        pipes: tuple[tuple[IO[bytes], OutputCollector], ...],
+    ) -> None:
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self._loop = loop
+        self._process = process
+        self._pending = len(pipes) + 1
+        for pipe, collector in pipes:
+            loop.add_reader(pipe.fileno(), self._read, pipe, collector)
+        try:
+            pidfd = os.pidfd_open(process.pid)
+        except (AttributeError, OSError):  # no pidfds on this system: a worker thread waits
+            loop.run_in_executor(None, process.wait).add_done_callback(self._waited)
+        else:
+            loop.add_reader(pidfd, self._exited, pidfd)
+
+    def _read(self, pipe: IO[bytes], collector: OutputCollector) -> None:
+        fd = pipe.fileno()
+        try:
+            chunk = os.read(fd, CHUNK_BYTES)  # the loop saw it readable: this does not block
+        except OSError:
+            chunk = b""
+        if chunk:
+            collector.push(chunk)
+            return
+        self._loop.remove_reader(fd)
+        pipe.close()
+        self._part_done()
+
+    def _exited(self, pidfd: int) -> None:
+        self._loop.remove_reader(pidfd)
+        os.close(pidfd)
+        self._process.poll()
+        self._part_done()
+
+    def _waited(self, _wait: asyncio.Future[int]) -> None:
+        self._part_done()
+
+    def _part_done(self) -> None:
+        self._pending -= 1
+        if self._pending == 0:
+            self.closed.set_result(None)
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
