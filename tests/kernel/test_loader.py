@@ -523,3 +523,38 @@ async def test_loading_into_a_disposed_context_fails_with_the_entry(tree_dir: Pa
     await child.dispose()
     with pytest.raises(LoaderError, match=r'entry "greeter" .*cannot create effect on inactive context'):
         await load_tree(child.ctx, tree)
+
+
+async def test_each_entry_loads_after_the_plugins_the_previous_one_unblocked_have_started(tmp_path: Path) -> None:
+    """(extra) A plugin waiting for a service starts (and finishes its async apply) before the next entry loads."""
+    import sys
+
+    from dsh.kernel import Context, load_tree
+
+    (tmp_path / "order.py").write_text(
+        "import asyncio\n"
+        "from dsh.kernel import Service, ServiceKey\n"
+        "LOG = []\n"
+        "KEY = ServiceKey('store')\n"
+        "class Store(Service):\n"
+        "    def __init__(self, ctx, config):\n"
+        "        super().__init__(ctx, KEY)\n"
+        "        LOG.append('store')\n"
+        "async def _waiter(ctx, config):\n"
+        "    for _ in range(5):\n"
+        "        await asyncio.sleep(0)\n"
+        "    LOG.append('waiter done')\n"
+        "_waiter.inject = ['store']\n"
+        "waiter = _waiter\n"
+        "def last(ctx, config):\n"
+        "    LOG.append('last')\n"
+    )
+    tree = tmp_path / "tree.yml"
+    tree.write_text(
+        "- {id: w, name: ./order.py:waiter}\n- {id: s, name: ./order.py:Store}\n- {id: l, name: ./order.py:last}\n"
+    )
+    root = Context()
+    fibers = await load_tree(root, tree)
+    module = fibers[0].info.source.__module__  # type: ignore[union-attr]
+    assert sys.modules[module].LOG == ["store", "waiter done", "last"]
+    await root.dispose()

@@ -16,7 +16,16 @@ from dsh.kernel.events import (
     WaterfallEvent,
 )
 from dsh.kernel.fiber import Fiber, FiberState
-from dsh.kernel.loader import IncludeConfig, LoaderError, PluginEntry, include, load_tree, parse_tree, resolve_plugin
+from dsh.kernel.loader import (
+    IncludeConfig,
+    LoaderError,
+    PluginEntry,
+    include,
+    load_entries,
+    load_tree,
+    parse_tree,
+    resolve_plugin,
+)
 from dsh.kernel.logger import Logger
 from dsh.kernel.plugin import PluginInfo, PluginSpec, describe
 from dsh.kernel.service import Service, ServiceHandle, ServiceKey, unwrap
@@ -51,6 +60,7 @@ __all__ = [
     "aborted_signal",
     "describe",
     "include",
+    "load_entries",
     "load_tree",
     "parse_tree",
     "resolve_plugin",

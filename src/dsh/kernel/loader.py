@@ -37,6 +37,7 @@ are imported on first use, so importing the kernel does not pay for them.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import importlib.util
@@ -376,11 +377,30 @@ async def load_entries(ctx: Context, entries: Sequence[PluginEntry]) -> list[Fib
                 raise LoaderError(f"{error} (included by {where})") from error
             except Exception as error:
                 raise LoaderError(f"{where} failed to start: {_describe(error)}") from error
+            await settle_boots(ctx)
     except BaseException:
         for fiber in reversed(fibers):
             await fiber.dispose()
         raise
     return fibers
+
+
+async def settle_boots(ctx: Context) -> None:
+    """Wait until no plugin of ``ctx``'s tree is still starting.
+
+    Loading an entry can let plugins that waited for its service start (an agent
+    resumed once persistence exists); the next entry should see what they did, so
+    a tree boots in a deterministic order. Failures stay with their own fibers.
+    """
+    while True:
+        starting = [
+            fiber._boot_task
+            for fiber in ctx.runtime.dependents
+            if fiber._boot_task is not None and not fiber._boot_task.done()
+        ]
+        if not starting:
+            return
+        await asyncio.wait(starting)
 
 
 def _start(ctx: Context, entry: PluginEntry, where: str) -> Fiber:
