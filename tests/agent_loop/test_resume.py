@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from pathlib import Path
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from dsh.agent_loop import AgentLoop
-from dsh.core.agent import AgentOptions, CreateAgentOptions, ResumeAgentOptions
-from dsh.core.persistence import SESSION_PERSISTENCE
+from dsh.core.agent import AGENT_CREATED, AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from dsh.core.persistence import SESSION_PERSISTENCE, LoadedSession, MemoryPersistence, MemoryStorage, StoredPrefix
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
@@ -19,9 +20,27 @@ from tests.agent_loop.helpers import of_type, request_texts, text, until
 
 
 async def run_turn(agent: Any, prompt: str, count: int = 1) -> None:
+    """Send ``prompt`` and return once the turn ended and its durability flush settled.
+
+    ``turn/end`` is logged before the flush (which may wait on file I/O in a worker
+    thread); ``when_idle`` then waits for the flush.
+    """
     agent.send(text(prompt))
-    await until(lambda: len(of_type(agent.session, "turn/end")) >= count and agent.status == "idle")
+    await until(lambda: len(of_type(agent.session, "turn/end")) >= count)
     await agent.when_idle()
+
+
+class LogSignal(logging.Handler):
+    """A future resolved by the first log record containing ``text`` (emitted on the loop thread)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.seen: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage() and not self.seen.done():
+            self.seen.set_result(None)
 
 
 # ------------------------------------------------------------------------- §8.13
@@ -49,10 +68,12 @@ async def test_config_driven_resume_session_id_continues_a_persisted_session(tmp
         agent.options.model = "mock"
         await run_turn(agent, "remember me")
     async with Harness([], with_loop=False) as h:
+        created: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        h.ctx.on(AGENT_CREATED, created.set_result)
         await h.ctx.plugin(AgentLoop, {"agents": [{"id": "main", "model": "mock", "resumeSessionId": "sticky-1"}]})
         assert h.agents.get("main") is None  # deferred until persistence exists
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
-        await until(lambda: h.agents.get("main") is not None)
+        await created
         agent = h.agents.get("main")
         assert agent is not None
         assert agent.session.id == "sticky-1"
@@ -65,11 +86,17 @@ async def test_config_driven_resume_of_a_missing_session_is_contained(
     """config-driven resume of a missing session is contained: logs a warning, no agent, no crash"""
     async with Harness([], with_loop=False) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
-        with caplog.at_level(logging.WARNING):
-            fiber = await h.ctx.plugin(
-                AgentLoop, {"agents": [{"id": "main", "model": "mock", "resumeSessionId": "does-not-exist"}]}
-            )
-            await until(lambda: 'config-driven resume of "does-not-exist" failed' in caplog.text)
+        signal = LogSignal('config-driven resume of "does-not-exist" failed')
+        logging.getLogger("dsh").addHandler(signal)
+        try:
+            with caplog.at_level(logging.WARNING):
+                fiber = await h.ctx.plugin(
+                    AgentLoop, {"agents": [{"id": "main", "model": "mock", "resumeSessionId": "does-not-exist"}]}
+                )
+                await signal.seen
+        finally:
+            logging.getLogger("dsh").removeHandler(signal)
+        assert 'config-driven resume of "does-not-exist" failed' in caplog.text
         assert h.agents.get("main") is None
         assert fiber.state.value == "active"
 
@@ -129,17 +156,23 @@ async def test_resume_of_a_forked_session_preserves_the_parent_session_lineage(t
         assert agent.session.header.get("cwd") == "/w"
 
 
-async def test_an_idle_inject_is_flushed_durably_on_its_own(tmp_path: Path) -> None:
+async def test_an_idle_inject_is_flushed_durably_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """an idle inject() is flushed durably on its own (survives without explicit flush/dispose)"""
+    written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    append_batch = SessionPersistenceJsonl.append_batch
+
+    async def signalling_append(self: SessionPersistenceJsonl, *args: Any) -> None:
+        await append_batch(self, *args)
+        if not written.done():
+            written.set_result(None)
+
+    monkeypatch.setattr(SessionPersistenceJsonl, "append_batch", signalling_append)
     async with Harness([]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
         agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="inj"))
         agent.inject(text("durable note"))
-
-        def on_disk() -> bool:
-            return any("durable note" in path.read_text() for path in tmp_path.rglob("*.jsonl"))
-
-        await until(on_disk)
+        await written
+        assert any("durable note" in path.read_text() for path in tmp_path.rglob("*.jsonl"))
 
 
 async def test_an_idle_inject_survives_persist_and_resume(tmp_path: Path) -> None:
@@ -183,3 +216,48 @@ async def test_resume_rejects_when_session_persistence_is_not_configured() -> No
     async with Harness([]) as h:
         with pytest.raises(Exception, match="session persistence is not configured"):
             await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="x"))
+
+
+class RecordingMemory(MemoryPersistence):
+    """Memory persistence that records what ``load`` handed out and counts storage reads."""
+
+    def __init__(self, ctx: Any, config: Any) -> None:
+        self.loads: list[LoadedSession] = []
+        self.reads = 0
+        super().__init__(ctx, config)
+
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        self.reads += 1
+        return await super().load_stored(id)
+
+    def load(self, id: str) -> Any:
+        async def recorded() -> LoadedSession:
+            loaded = await super(RecordingMemory, self).load(id)
+            self.loads.append(loaded)
+            return loaded
+
+        return recorded()
+
+
+async def test_resume_hands_the_loaded_events_over_and_persistence_claims_them_without_a_re_read() -> None:
+    """(resume seeds the live session with load()'s events uncopied; no second read of the log)"""
+    storage = MemoryStorage()
+    async with Harness([text_response("first answer")]) as h:
+        await h.ctx.plugin(MemoryPersistence, {"store": storage})
+        agent = h.agents.create(
+            CreateAgentOptions(agent_id="a", session_id="m1", agent_options=AgentOptions(model="mock"))
+        )
+        await run_turn(agent, "first question")
+    async with Harness([text_response("second answer")]) as h:
+        fiber = await h.ctx.plugin(RecordingMemory, {"store": storage})
+        backend: RecordingMemory = fiber.instance
+        agent = await h.agents.resume(
+            ResumeAgentOptions(agent_id="r", resume_session_id="m1", agent_options=AgentOptions(model="mock"))
+        )
+        [loaded] = backend.loads
+        assert len(agent.session.events) == len(loaded.events) > 0
+        assert all(live is given for live, given in zip(agent.session.events, loaded.events, strict=True))
+        await backend.inits[agent.session]
+        assert backend.reads == 1
+        await run_turn(agent, "second question")
+        assert [event["seq"] for event in storage.logs["m1"][1]] == list(range(len(agent.session.events)))

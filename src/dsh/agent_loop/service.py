@@ -104,6 +104,12 @@ class AgentLoop(Service):
         return await self.resume_with(persistence, options)
 
     async def resume_with(self, persistence: SessionPersistence, options: ResumeAgentOptions) -> ReactLoopAgent:
+        """Load the persisted session and start an agent on it, as :meth:`resume` does.
+
+        The loaded events are handed over to the live session uncopied (nothing else
+        holds them), which also lets the persistence backend recognize them as its
+        stored log without reading it again.
+        """
         self._assert_free(options.agent_id)
         loaded = await persistence.load(options.resume_session_id)
         self._assert_free(options.agent_id)
@@ -112,7 +118,7 @@ class AgentLoop(Service):
             meta["cwd"] = loaded.meta["cwd"]
         if "parentSession" in loaded.meta:
             meta["parentSession"] = loaded.meta["parentSession"]
-        session = self._sessions().create(options.resume_session_id, seed=loaded.events, meta=meta)
+        session = self._sessions().create(options.resume_session_id, seed=loaded.events, meta=meta, copy_seed=False)
         return self.start(options.agent_id, options.agent_options or AgentOptions(), session)
 
     def start(self, agent_id: str, options: AgentOptions, session: Session) -> ReactLoopAgent:

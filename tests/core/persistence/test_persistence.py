@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Sequence
+from typing import ClassVar
 
 import pytest
 
@@ -416,3 +418,128 @@ async def test_memory_storage_shares_no_objects_with_callers(rig: Rig, storage: 
     listed = await persistence.list()
     listed[0]["id"] = "changed"
     assert storage.logs["s1"][0]["id"] == "s1"
+
+
+# ------------------------------------------------------------ resume without a re-read
+class CountingMemory(MemoryPersistence):
+    """Memory storage that counts full reads of a stored log."""
+
+    reads = 0
+
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        CountingMemory.reads += 1
+        return await super().load_stored(id)
+
+
+@pytest.fixture
+async def counting(storage: MemoryStorage) -> AsyncIterator[Rig]:
+    CountingMemory.reads = 0
+    rig = await Rig(BackendKit("counting", CountingMemory, {"store": storage})).start()
+    yield rig
+    await rig.close()
+
+
+async def _persisted_then_loaded(rig: Rig) -> LoadedSession:
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_turn_log())
+    loaded = await persistence.load("s1")
+    CountingMemory.reads = 0
+    return loaded
+
+
+async def test_a_session_seeded_with_the_loaded_events_themselves_is_claimed_without_a_re_read(
+    counting: Rig, storage: MemoryStorage
+) -> None:
+    """(resume hands load()'s events over: identity proves the seed is the stored log)"""
+    loaded = await _persisted_then_loaded(counting)
+    session = counting.store.create("s1", seed=loaded.events, meta={"cwd": CWD}, copy_seed=False)
+    await counting.init(session)
+    assert CountingMemory.reads == 0
+    replay(session, one_user_turn(turn=2))
+    await counting.flush(session)
+    assert seqs(storage.logs["s1"][1]) == list(range(9))
+    assert texts(storage.logs["s1"][1]) == texts(session.events)
+
+
+async def test_a_copied_seed_is_still_compared_with_the_stored_log(counting: Rig) -> None:
+    """(a seed of equal but other objects takes the full check, reading storage once)"""
+    loaded = await _persisted_then_loaded(counting)
+    session = counting.store.create("s1", seed=loaded.events, meta={"cwd": CWD})
+    await counting.init(session)
+    assert CountingMemory.reads == 1
+
+
+async def test_an_identity_claim_needs_the_loaded_session_alive(counting: Rig) -> None:
+    """(once the caller dropped what load() returned, the seed is compared with storage)"""
+    loaded = await _persisted_then_loaded(counting)
+    events = loaded.events
+    gone = weakref.ref(loaded)
+    del loaded
+    await asyncio.sleep(0)  # the settled chain lets go of its result
+    assert gone() is None
+    session = counting.store.create("s1", seed=events, meta={"cwd": CWD}, copy_seed=False)
+    await counting.init(session)
+    assert CountingMemory.reads == 1
+
+
+async def test_a_loaded_list_cut_short_by_its_caller_is_compared_with_storage(counting: Rig) -> None:
+    """(the caller may edit what load() returned: a shortened list proves nothing)"""
+    loaded = await _persisted_then_loaded(counting)
+    seed = list(loaded.events)
+    del loaded.events[3:]
+    session = counting.store.create("s1", seed=seed, meta={"cwd": CWD}, copy_seed=False)
+    await counting.init(session)
+    assert CountingMemory.reads == 1
+
+
+async def test_a_seed_shorter_than_the_loaded_log_is_an_id_collision(counting: Rig) -> None:
+    """(identity is checked over the whole stored prefix; a shorter seed still collides)"""
+    loaded = await _persisted_then_loaded(counting)
+    session = counting.store.create("s1", seed=loaded.events[:4], meta={"cwd": CWD}, copy_seed=False)
+    with pytest.raises(PersistenceError, match=r"already persisted with 6 event\(s\) that do not match"):
+        await counting.init(session)
+    assert CountingMemory.reads == 1
+
+
+async def test_init_references_the_sessions_own_events(rig: Rig, storage: MemoryStorage) -> None:
+    """(no snapshot at adoption: the seed written for a fork is the session's logged events)"""
+    await rig.mount()
+    _fiber, session = await rig.live("fork", seed=one_turn_log())
+    await rig.init(session)
+    assert texts(storage.logs["fork"][1]) == texts(session.events)
+
+
+class TornMemory(MemoryPersistence):
+    """Memory storage that reports a torn tail (marker 0) on every scoped read and records repairs."""
+
+    repairs: ClassVar[list[tuple[object, list[SessionEvent]]]] = []
+
+    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        stored = await super().load_live(id, cwd)
+        return None if stored is None else StoredPrefix(stored.meta, stored.events, 0)
+
+    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
+        TornMemory.repairs.append((torn_marker, list(closers)))
+        await super().commit_repair(meta, torn_marker, closers)
+
+
+async def test_live_adoption_cuts_a_torn_tail_without_closing_the_open_turn(storage: MemoryStorage) -> None:
+    """(HMR adoption of a stored prefix with a torn marker: truncate only, the live turn stays open)"""
+    TornMemory.repairs = []
+    rig = await Rig(BackendKit("memory", MemoryPersistence, {"store": storage})).start()
+    try:
+        await rig.mount()
+        _fiber, session = await rig.live("s1")
+        replay(session, one_user_turn()[:2])
+        await rig.flush(session)
+        await rig.unmount()
+        rig.kit = BackendKit("torn", TornMemory, {"store": storage})
+        await rig.mount()
+        await rig.init(session)
+        assert TornMemory.repairs == [(0, [])]
+        session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+        await rig.flush(session)
+        assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
+    finally:
+        await rig.close()

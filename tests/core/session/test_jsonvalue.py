@@ -6,6 +6,7 @@ import enum
 import json
 import math
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from dsh.core.errors import HarnessError
 from dsh.core.session import NotJsonError, dumps_json, is_json_value, json_snapshot
+from dsh.core.session.jsonvalue import check_json
 
 
 class Color(enum.Enum):
@@ -215,6 +217,70 @@ def test_dumps_json_is_compact_utf8_and_key_ordered() -> None:
 def test_dumps_json_refuses_nan() -> None:
     with pytest.raises(ValueError):
         dumps_json({"x": math.nan})
+
+
+def test_dumps_json_refuses_non_json_types_and_cycles() -> None:
+    """TypeError names the type; a cycle exceeds the recursion limit (no cycle bookkeeping)."""
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        dumps_json({"x": object()})
+    with pytest.raises(RecursionError):
+        dumps_json(_cyclic_list())
+
+
+def test_dumps_json_writes_subclasses_as_their_plain_values() -> None:
+    value = {Name("k"): [Level.HIGH, Ratio(0.5), FrozenDict(a=FrozenList([True]))]}
+    assert dumps_json(value) == '{"k":[3,0.5,{"a":[true]}]}'
+    assert dumps_json("top") == '"top"'
+
+
+def test_dumps_json_serves_several_threads_at_once() -> None:
+    """The shared encoder keeps no per-call state, so concurrent calls do not interfere."""
+    values = [{"n": number, "items": [{"deep": [number] * 50}] * 20} for number in range(64)]
+    expected = [json.dumps(value, ensure_ascii=False, separators=(",", ":")) for value in values]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(5):
+            assert list(pool.map(dumps_json, values)) == expected
+
+
+@pytest.mark.parametrize(("label", "value"), NOT_JSON, ids=[label for label, _ in NOT_JSON])
+def test_check_json_rejects_what_json_snapshot_rejects(label: str, value: Any) -> None:
+    """check_json gives json_snapshot's verdict and error, without a copy."""
+    with pytest.raises(NotJsonError) as checked:
+        check_json({"wrapped": [value]})
+    with pytest.raises(NotJsonError) as snapshotted:
+        json_snapshot({"wrapped": [value]})
+    assert checked.value.path == snapshotted.value.path
+    assert checked.value.reason == snapshotted.value.reason
+
+
+def test_check_json_accepts_json_and_subclasses_and_changes_nothing() -> None:
+    frozen = FrozenDict(a=FrozenList([1, FrozenDict(b="c")]))
+    value: Any = {"plain": [1, 2.5, None, True, "s", {"k": []}], "frozen": frozen, Name("key"): Level.HIGH}
+    check_json(value)
+    check_json(1.5)
+    check_json(frozen)
+    assert value["frozen"] is frozen
+    assert type(next(iter(value.keys() - {"plain", "frozen"}))) is Name
+    with pytest.raises(NotJsonError, match="nesting too deep"):
+        check_json(_deep(5_000))
+
+
+def _deep(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_snapshot_of_subclassed_containers_inside_plain_ones_is_plain() -> None:
+    """A frozen container reached through plain ones is copied plain, at any depth."""
+    value: Any = {"outer": [FrozenDict(x=FrozenList([FrozenDict(y=1)])), OrderedDict(z=[2])], "f": 0.25}
+    copy = json_snapshot(value)
+    assert copy == {"outer": [{"x": [{"y": 1}]}, {"z": [2]}], "f": 0.25}
+    assert type(copy["outer"][0]) is dict
+    assert type(copy["outer"][0]["x"]) is list
+    assert type(copy["outer"][1]) is dict
+    assert json_snapshot([FrozenList([1]), 0.5]) == [[1], 0.5]
 
 
 json_values = st.recursive(

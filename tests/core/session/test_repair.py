@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dsh.core.session import INTERRUPTED_RESULT_TEXT, Session, interrupted_turn_closers, is_turn_open
 from tests.core.session.helpers import (
     assistant_message,
@@ -176,3 +178,40 @@ def test_closers_applied_to_a_session_leave_a_balanced_log() -> None:
     assert interrupted_turn_closers(session.events) == []
     assert session.derive_messages()[-1]["content"][0]["type"] == "tool-result"
     assert len(events) == 3
+
+
+def test_events_before_any_turn_start_need_no_closer() -> None:
+    """(no turn boundary at all: nothing is open, whatever steps or calls the log holds)"""
+    events = log(
+        ("step/start", step(1, 1)),
+        ("assistant/message", assistant_message(1, 1, tool_call_block("call-1"))),
+    )
+    assert interrupted_turn_closers(events) == []
+
+
+def test_any_iterable_of_events_is_accepted() -> None:
+    """(a one-shot iterator gives the same closers as the list it came from)"""
+    events = one_turn_log() + log(
+        ("turn/start", turn_start(2)),
+        ("step/start", step(2, 1)),
+        ("assistant/message", assistant_message(2, 1, tool_call_block("call-9"))),
+        start=6,
+    )
+    assert interrupted_turn_closers(iter(events)) == interrupted_turn_closers(events)
+    assert [closer["type"] for closer in interrupted_turn_closers(iter(events))] == [
+        "tool/result",
+        "step/end",
+        "turn/end",
+    ]
+
+
+def test_only_the_open_turn_is_read() -> None:
+    """(the scan starts at the last turn/start: earlier events are never looked at)"""
+
+    class Tripwire(dict[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            raise AssertionError("an event before the open turn was read")
+
+    committed: list[Any] = [Tripwire(entry) for entry in one_turn_log()]
+    events = committed + log(("turn/start", turn_start(2)), ("step/start", step(2, 1)), start=6)
+    assert [closer["type"] for closer in interrupted_turn_closers(events)] == ["step/end", "turn/end"]

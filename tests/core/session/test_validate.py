@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -304,6 +306,78 @@ def test_parse_event_line_decodes_json_first() -> None:
     assert caught.value.code == "MALFORMED"
     with pytest.raises(HarnessError, match="non-finite"):
         parse_session_event_line('{"type":"x","seq":0,"time":0,"data":NaN}')
+
+
+@pytest.mark.parametrize(("kind", "data"), VALID[:4], ids=[kind for kind, _ in VALID[:4]])
+def test_a_handed_over_event_is_checked_in_place_not_copied(kind: str, data: Any) -> None:
+    """copy=False returns the very value it checked (for fresh json.loads output)."""
+    raw = json.loads(json.dumps(event(kind, 3, data)))
+    assert parse_session_event(raw, copy=False) is raw
+
+
+def test_a_handed_over_event_gets_the_same_verdicts() -> None:
+    """copy=False still rejects non-JSON values and malformed shapes."""
+    with pytest.raises(HarnessError, match=r"malformed session event: not a JSON value at \$.data"):
+        parse_session_event({"type": "x", "seq": 0, "time": 0, "data": [float("inf")]}, copy=False)
+    with pytest.raises(HarnessError, match="seq: Input should be greater than or equal to 0"):
+        parse_session_event({"type": "x", "seq": -1, "time": 0, "data": None}, copy=False)
+
+
+def test_a_parsed_line_is_not_copied_again() -> None:
+    """parse_session_event_line keeps what json.loads produced (equal, plain, in file key order)."""
+    line = '{"type":"user/message","seq":0,"time":1,"data":{"content":[{"type":"text","text":"ü"}],"source":{"kind":"user"}}}'
+    parsed = parse_session_event_line(line)
+    assert session_event_line(parsed) == line
+
+
+def test_validators_are_built_once_on_first_use() -> None:
+    """The pydantic validators are built lazily (none at import) and then reused."""
+    from dsh.core.session import validate
+
+    probe = "import dsh.core.session.validate as v; print(v._adapter.cache_info().currsize)"
+    fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert fresh.stdout.strip() == "0"
+
+    parse_session_event(event("step/start", 0, {"turn": 1, "step": 1}))
+    built = validate._adapter.cache_info().currsize
+    parse_session_event(event("step/start", 1, {"turn": 1, "step": 2}))
+    parse_session_header({"version": 1, "id": "s", "createdAt": 0})
+    parse_session_header({"version": 1, "id": "t", "createdAt": 0})
+    assert validate._adapter.cache_info().currsize <= built + 1
+    assert validate._adapter(validate._Envelope) is validate._adapter(validate._Envelope)
+
+
+def test_event_line_writes_an_unusual_envelope_like_json_dumps() -> None:
+    """A subclassed type or seq (not what a session logs) is written by the general encoder."""
+
+    class Kind(str):
+        pass
+
+    class Seq(int):
+        pass
+
+    unusual: Any = {"type": Kind("custom"), "seq": Seq(2), "time": True, "data": {"a": [1]}}
+    assert session_event_line(unusual) == '{"type":"custom","seq":2,"time":true,"data":{"a":[1]}}'
+
+
+@settings(deadline=None)
+@given(
+    st.text(),
+    st.integers(min_value=0),
+    st.integers(),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=10,
+    ),
+)
+def test_property_event_line_is_the_compact_json_of_the_ordered_envelope(
+    kind: str, seq: int, time: int, data: Any
+) -> None:
+    """The spliced fast path writes exactly what encoding the ordered envelope writes."""
+    line = session_event_line({"type": kind, "seq": seq, "time": time, "data": data})
+    envelope = {"type": kind, "seq": seq, "time": time, "data": data}
+    assert line == json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_event_line_is_compact_utf8_in_envelope_key_order() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from dsh.core.session import is_json_value, json_snapshot
 from dsh.plugins.invariants import FrozenDict, FrozenList, deep_freeze
+from dsh.plugins.invariants.freeze import freeze_data
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 json_values = st.recursive(
@@ -174,3 +176,55 @@ def test_other_objects_pass_through_untouched() -> None:
     assert deep_freeze(pair) is pair
     assert deep_freeze("text") == "text"
     assert deep_freeze(None) is None
+
+
+def test_a_frozen_child_reached_twice_is_checked_once() -> None:
+    """A deeply frozen container shared inside a frozen list is returned itself, both times."""
+    shared = deep_freeze({"k": [1]})
+    outer = FrozenList([shared, shared])
+
+    assert deep_freeze(outer) is outer
+    mixed = [shared, OrderedDict(a=[2]), (3,)]
+    frozen = deep_freeze(mixed)
+    assert frozen[0] is shared
+    assert type(frozen[1]) is FrozenDict
+    assert type(frozen[1]["a"]) is FrozenList
+    assert frozen[2] is mixed[2]
+
+
+@given(json_values)
+def test_freeze_data_gives_what_deep_freeze_gives(value: Any) -> None:
+    """freeze_data (the plain-tree fast path) is equal to deep_freeze and leaves nothing mutable."""
+    frozen = freeze_data(value)
+
+    assert frozen == deep_freeze(value) == value
+    assert all(type(item) in (FrozenDict, FrozenList) for item in containers(frozen))
+
+
+def test_freeze_data_hands_anything_unusual_to_deep_freeze() -> None:
+    """Frozen children, other objects, subclasses and cycles take the memo walk."""
+    done = deep_freeze({"y": 2})
+    with_frozen = freeze_data({"a": [1, done]})
+    assert with_frozen["a"][1] is done
+    assert freeze_data({"b": done})["b"] is done
+    pair = (1, 2)
+    assert freeze_data([{"pair": pair}])[0]["pair"] is pair
+    assert freeze_data({"list": [pair]})["list"][0] is pair
+    assert type(freeze_data([OrderedDict(z=1)])[0]) is FrozenDict
+    cyclic: dict[str, Any] = {"items": []}
+    cyclic["items"].append(cyclic)
+    frozen = freeze_data(cyclic)
+    assert frozen["items"][0] is frozen
+    assert freeze_data("text") == "text"
+    assert freeze_data(None) is None
+    assert freeze_data(done) is done
+
+
+def test_freeze_data_freezes_shared_plain_children_as_equal_twins() -> None:
+    """Without the memo a shared plain child may be frozen twice: equal, both immutable."""
+    shared = {"x": [1]}
+    frozen = freeze_data({"a": shared, "b": shared})
+
+    assert frozen["a"] == frozen["b"] == shared
+    assert type(frozen["a"]) is FrozenDict
+    assert type(frozen["b"]["x"]) is FrozenList

@@ -5,7 +5,9 @@ over a backend's storage hooks:
 
 * ``session/created`` starts :meth:`PersistenceCoordinator.init_for`, which binds the
   live session to its stored log (one of four adoption cases, below);
-* ``session/event`` copies each event into a write-behind buffer per session;
+* ``session/event`` copies each event into a write-behind buffer per session (the
+  logged event itself may still be changed by whoever holds it; the copy is what gets
+  written);
 * ``session/flush`` appends the buffered events that storage does not hold yet and
   trims the buffer only once they are durable;
 * disposing the backend's fiber drains every buffer, then closes the backend.
@@ -29,11 +31,19 @@ Adoption cases of ``init_for(session)`` (``id = session.header["id"]``):
    is *not* closed (the live session is still writing it); the live suffix is appended;
 3. untracked and nothing stored in scope: created like ``create(header)`` (refused if
    any scope holds the id), then the session's pre-existing events are appended once.
+
+The pre-existing events are the session's own logged events, referenced, not copied:
+the log is append-only and its events are never changed. Case 1 compares them with
+the stored log, which means reading it back; a session seeded with the very event
+objects :meth:`~PersistenceCoordinator.load` returned for that state (a resume that
+handed them over, ``copy_seed=False``) is recognized by identity instead, while the
+caller still holds the loaded session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -63,12 +73,32 @@ SUPPORTED_VERSION = 1
 
 @dataclass
 class _State:
-    """What the coordinator knows about one tracked id."""
+    """What the coordinator knows about one tracked id.
+
+    ``loaded`` refers (weakly: it is the caller's) to what :meth:`load` returned
+    for this state, whose events are then the stored log itself.
+    """
 
     meta: SessionHeader
     cursor: int
     materialized: bool
     owner: Session | None = None
+    loaded: weakref.ref[LoadedSession] | None = None
+
+    def holds_loaded_events(self, seed: Sequence[SessionEvent]) -> bool:
+        """True when ``seed`` starts with the very event objects :meth:`load` returned for this state."""
+        loaded = None if self.loaded is None else self.loaded()
+        if loaded is None:
+            return False
+        cursor = self.cursor
+        events = loaded.events
+        if len(events) < cursor or len(seed) < cursor:
+            return False
+        return all(map(_same, seed[:cursor], events[:cursor]))
+
+
+def _same(left: object, right: object) -> bool:
+    return left is right
 
 
 def _check_version(id: str, meta: SessionHeader) -> None:
@@ -156,14 +186,17 @@ class PersistenceCoordinator:
     def init_for(self, session: Session) -> asyncio.Task[None]:
         """Start (once per Session object) binding ``session`` to its stored log.
 
-        The session's current events are snapshotted now as its seed. The returned
-        task fails on an id collision; a flush of the session re-raises that failure.
+        The session's current events are taken now as its seed (by reference: logged
+        events never change). The returned task fails on an id collision; a flush of
+        the session re-raises that failure.
         """
         existing = self._inits.get(session)
         if existing is not None:
             return existing
-        seed = [json_snapshot(event) for event in session.events]
-        task = asyncio.get_running_loop().create_task(self._adopt(session, seed))
+        seed = list(session.events)
+        state = self._states.get(session.header["id"])
+        resumed = state if state is not None and state.owner is None and state.holds_loaded_events(seed) else None
+        task = asyncio.get_running_loop().create_task(self._adopt(session, seed, resumed))
         task.add_done_callback(lambda done: self._init_settled(session, done))
         self._inits[session] = task
         return task
@@ -178,7 +211,10 @@ class PersistenceCoordinator:
         return asyncio.get_running_loop().create_task(self._flush(session))
 
     def _buffer(self, session: Session, event: SessionEvent) -> None:
-        self._buffers.setdefault(session, []).append(json_snapshot(event))
+        buffer = self._buffers.get(session)
+        if buffer is None:
+            buffer = self._buffers[session] = []
+        buffer.append(json_snapshot(event))
 
     def _init_settled(self, session: Session, task: asyncio.Task[None]) -> None:
         error = None if task.cancelled() else task.exception()
@@ -204,12 +240,13 @@ class PersistenceCoordinator:
             await self._append_core(id, fresh)
         del buffer[: len(batch)]
 
-    async def _adopt(self, session: Session, seed: list[SessionEvent]) -> None:
+    async def _adopt(self, session: Session, seed: list[SessionEvent], resumed: _State | None) -> None:
+        """``resumed``: the state whose loaded events ``seed`` was found to start with."""
         id = session.header["id"]
         state = self._states.get(id)
         if state is not None:
             if state.owner is None:
-                await self._claim(id, state, session, seed)
+                await self._claim(id, state, session, seed, verified=state is resumed)
                 return
             if state.materialized or self._buffers.get(state.owner):
                 raise PersistenceError(
@@ -224,8 +261,10 @@ class PersistenceCoordinator:
         if seed:
             await self._serialize(id, lambda: self._append_core(id, seed))
 
-    async def _claim(self, id: str, state: _State, session: Session, seed: list[SessionEvent]) -> None:
-        if state.cursor > 0:
+    async def _claim(
+        self, id: str, state: _State, session: Session, seed: list[SessionEvent], *, verified: bool
+    ) -> None:
+        if state.cursor > 0 and not verified:
             stored = await self._backend.load_stored(id)
             persisted = [] if stored is None else stored.events[: state.cursor]
             if len(persisted) != state.cursor or not seed_covers_prefix(seed, persisted):
@@ -235,6 +274,7 @@ class PersistenceCoordinator:
                     "ID_COLLISION",
                 )
         state.owner = session
+        state.loaded = None
         suffix = seed[state.cursor :]
         if suffix:
             await self._serialize(id, lambda: self._append_core(id, suffix))
@@ -308,9 +348,11 @@ class PersistenceCoordinator:
         closers = interrupted_turn_closers(stored.events)
         if stored.torn_marker is not MISSING or closers:
             await self._backend.commit_repair(stored.meta, stored.torn_marker, closers)
-        cursor = len(stored.events) + len(closers)
-        self._states[id] = _State(cast(SessionHeader, dict(stored.meta)), cursor, True)
-        return LoadedSession(cast(SessionHeader, dict(stored.meta)), [*stored.events, *closers])
+        loaded = LoadedSession(cast(SessionHeader, dict(stored.meta)), [*stored.events, *closers])
+        self._states[id] = _State(
+            cast(SessionHeader, dict(stored.meta)), len(loaded.events), True, loaded=weakref.ref(loaded)
+        )
+        return loaded
 
     async def _delete_core(self, id: str) -> None:
         await self._backend.delete_stored(id)

@@ -1,17 +1,35 @@
 """Deriving the model's history from the log (SPEC §3.3).
 
-The log is the truth; messages are a pure function of it. Every content list is
-deep-copied, so editing a derived message can never change the log.
+The log is the truth; messages are a pure function of it. Every message handed out
+is a deep copy, so editing a derived message can never change the log or a later
+derivation.
+
+:class:`Derivation` is the incremental form a :class:`~dsh.core.session.Session`
+keeps: the log is append-only, so the messages derived from a prefix never change and
+each call only looks at the events appended since the previous one. The messages
+derived so far are kept as private plain copies. Small ones are packed into
+``marshal`` blobs of up to :data:`SEGMENT` messages, and a call hands out
+``marshal.loads`` of every blob (a C-speed deep copy). A message whose text is large
+(more than :data:`LARGE` bytes marshalled, say a long tool output) is kept apart and
+copied by walking its containers, which shares its immutable strings instead of
+copying their bytes on every call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import marshal
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dsh.core.llm.types import ContentBlock, Message, TextBlock, ToolResultBlock
 from dsh.core.session.jsonvalue import dumps_json, json_snapshot
 from dsh.core.session.types import SessionEvent
+
+SEGMENT = 64
+"""How many small derived messages one packed blob holds at most."""
+
+LARGE = 1024
+"""Marshalled size (bytes) above which a message is kept apart and copied by a walk."""
 
 
 def _tagged(tag: str, data: Any) -> Message:
@@ -32,6 +50,24 @@ def _tool_result(data: Any) -> Message:
     return {"role": "user", "content": [block]}
 
 
+def derive_message(event: SessionEvent) -> Message | None:
+    """The message one event contributes to the history (a fresh plain copy), or None."""
+    kind = event["type"]
+    if kind == "user/message":
+        content: list[ContentBlock] = json_snapshot(event["data"]["content"])
+        return {"role": "user", "content": content}
+    if kind == "assistant/message":
+        content = json_snapshot(event["data"]["content"])
+        return {"role": "assistant", "content": content}
+    if kind == "tool/result":
+        return _tool_result(event["data"])
+    if kind == "context/message":
+        return _tagged("context", event["data"])
+    if kind == "steering/message":
+        return _tagged("steering", event["data"])
+    return None
+
+
 def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     """Walk ``events`` in order and build the model-facing message list.
 
@@ -47,17 +83,67 @@ def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     """
     messages: list[Message] = []
     for event in events:
-        kind = event["type"]
-        if kind == "user/message":
-            content: list[ContentBlock] = json_snapshot(event["data"]["content"])
-            messages.append({"role": "user", "content": content})
-        elif kind == "assistant/message":
-            content = json_snapshot(event["data"]["content"])
-            messages.append({"role": "assistant", "content": content})
-        elif kind == "tool/result":
-            messages.append(_tool_result(event["data"]))
-        elif kind == "context/message":
-            messages.append(_tagged("context", event["data"]))
-        elif kind == "steering/message":
-            messages.append(_tagged("steering", event["data"]))
+        message = derive_message(event)
+        if message is not None:
+            messages.append(message)
     return messages
+
+
+def _size(message: Any) -> int | None:
+    """The marshalled size of ``message``, or None when ``marshal`` cannot hold it.
+
+    ``marshal`` refuses nesting deeper than its own limit, which a JSON value can
+    exceed under a raised recursion limit; such a message is kept apart.
+    """
+    try:
+        return len(marshal.dumps(message))
+    except ValueError:
+        return None
+
+
+class Derivation:
+    """The history derived from a growing log, extended one call at a time.
+
+    Precondition: every call passes the same append-only log (the previous call's
+    events, possibly followed by new ones, never edited). :meth:`messages` returns
+    a fresh deep copy each time; the caller owns it.
+    """
+
+    __slots__ = ("_covered", "_open", "_packed")
+
+    def __init__(self) -> None:
+        self._covered = 0
+        self._packed: list[bytes | Message] = []  # a blob of small messages, or one large message
+        self._open: list[Message] = []  # small messages not packed yet
+
+    def messages(self, events: Sequence[SessionEvent]) -> list[Message]:
+        """The derivation of ``events`` (see :func:`derive_messages`), as a fresh copy."""
+        for event in events[self._covered :]:
+            message = derive_message(event)
+            if message is not None:
+                self._add(message)
+        self._covered = len(events)
+        out: list[Message] = []
+        for segment in self._packed:
+            if type(segment) is bytes:
+                out += marshal.loads(segment)
+            else:
+                out.append(json_snapshot(segment))  # type: ignore[arg-type]
+        if self._open:
+            out += marshal.loads(marshal.dumps(self._open))
+        return out
+
+    def _add(self, message: Message) -> None:
+        size = _size(message)
+        if size is None or size > LARGE:
+            self._seal()
+            self._packed.append(message)
+            return
+        self._open.append(message)
+        if len(self._open) == SEGMENT:
+            self._seal()
+
+    def _seal(self) -> None:
+        if self._open:
+            self._packed.append(marshal.dumps(self._open))
+            self._open = []

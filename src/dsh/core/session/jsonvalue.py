@@ -9,16 +9,22 @@ rejected: tuples, sets, bytes, non-``str`` keys, NaN and infinities, custom obje
 and cycles. The same object reachable twice without a cycle is fine.
 
 :func:`json_snapshot` validates and deep-copies in one pass; it runs for every logged
-event (once per streamed chunk), so it is a tight recursive walk with ``type(x) is``
-fast paths. Its copies are always plain ``dict``/``list``/scalars, sharing nothing
-with the input. :func:`dumps_json` is the one serializer for disk and wire (compact,
-UTF-8 as-is, no NaN).
+event (once per streamed chunk). It first tries a lean walk that copies each container
+at C speed and only looks into non-scalar items; anything unusual (a subclass of a
+scalar, a non-``str`` key, a non-JSON value, a cycle) falls back to a careful walk that
+converts subclasses and names the offender. Its copies are always plain
+``dict``/``list``/scalars, sharing no container with the input. :func:`check_json` is
+the same verdict without the copy, for values the caller already owns.
+:func:`dumps_json` is the one serializer for disk and wire (compact, UTF-8 as-is, no
+NaN); it reuses one C encoder and may be called from any thread.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from _json import make_encoder
+from json.encoder import encode_basestring
 from typing import Any, TypeAlias, TypeVar
 
 from dsh.core.errors import HarnessError
@@ -136,6 +142,69 @@ def _copy_list(value: list[Any], active: set[int]) -> list[Any]:
     return out
 
 
+class _Unusual(Exception):  # noqa: N818 - internal signal, never escapes
+    """Internal: the lean walk met something only the careful walk handles."""
+
+
+def _lean_dict(value: dict[Any, Any]) -> dict[str, Any]:
+    out = dict(value)  # the C-level copy; only non-scalar items are revisited below
+    for key, item in out.items():
+        if type(key) is not str:
+            raise _Unusual
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            out[key] = _lean_dict(item)  # replacing a value keeps the dict's size: iteration stays valid
+        elif kind is list:
+            out[key] = _lean_list(item)
+        elif kind is not float or not _isfinite(item):
+            out[key] = _lean_subclass(item)
+    return out
+
+
+def _lean_list(value: list[Any]) -> list[Any]:
+    out = list(value)
+    for index, item in enumerate(out):
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            out[index] = _lean_dict(item)
+        elif kind is list:
+            out[index] = _lean_list(item)
+        elif kind is not float or not _isfinite(item):
+            out[index] = _lean_subclass(item)
+    return out
+
+
+def _lean_subclass(value: object) -> Any:
+    """A dict or list subclass (such as a frozen container) copied plain; anything else is unusual."""
+    if isinstance(value, dict):
+        return _lean_dict(value)
+    if isinstance(value, list):
+        return _lean_list(value)
+    raise _Unusual
+
+
+def _lean_check(value: object) -> None:
+    """Check a value that is not an exact str/int/bool/None (callers inline those)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unusual
+            kind = type(item)
+            if kind is not str and kind is not int and kind is not bool and item is not None:
+                _lean_check(item)
+    elif isinstance(value, list):
+        for item in value:
+            kind = type(item)
+            if kind is not str and kind is not int and kind is not bool and item is not None:
+                _lean_check(item)
+    elif type(value) is not float or not _isfinite(value):
+        raise _Unusual
+
+
 def _format_path(segments: list[str | int]) -> str:
     parts = ["$"]
     for segment in reversed(segments):
@@ -160,6 +229,32 @@ def json_snapshot(value: T) -> T:
     if kind is str or kind is int or kind is bool or value is None:
         return value
     try:
+        if kind is dict:
+            return _lean_dict(value)  # type: ignore[arg-type, return-value]
+        if kind is list:
+            return _lean_list(value)  # type: ignore[arg-type, return-value]
+    except (_Unusual, RecursionError):
+        pass  # a cycle recurses until RecursionError; the careful walk tells it from deep nesting
+    return _careful_snapshot(value)
+
+
+def check_json(value: object) -> None:
+    """Raise :class:`NotJsonError` exactly when :func:`json_snapshot` would; copy nothing.
+
+    For values the caller already owns (say, fresh from ``json.loads``) and keeps as
+    they are: subclasses stay subclasses, nothing is converted.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return
+    try:
+        _lean_check(value)
+    except (_Unusual, RecursionError):
+        _careful_snapshot(value)
+
+
+def _careful_snapshot(value: T) -> T:
+    try:
         return _copy(value, set())  # type: ignore[no-any-return]
     except _Offender as offense:
         path = _format_path(offense.segments)
@@ -172,16 +267,26 @@ def json_snapshot(value: T) -> T:
 def is_json_value(value: object) -> bool:
     """True when ``value`` is a JSON value (see the module docstring); never raises."""
     try:
-        json_snapshot(value)
+        check_json(value)
     except NotJsonError:
         return False
     return True
 
 
+def _not_serializable(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# No markers dict (no cycle bookkeeping): the C encoder then keeps no state between
+# calls, so one instance serves every call and every thread.
+_encode = make_encoder(None, _not_serializable, encode_basestring, None, ":", ",", False, False, False)
+
+
 def dumps_json(value: object) -> str:
     """Serialize like ``JSON.stringify``: compact, non-ASCII as-is, keys in insertion order.
 
-    Raises ``ValueError`` for NaN/infinity and ``TypeError`` for non-JSON types; pass
-    data through :func:`json_snapshot` first when it comes from outside.
+    Raises ``ValueError`` for NaN/infinity, ``TypeError`` for non-JSON types and
+    ``RecursionError`` for a cycle; pass data through :func:`json_snapshot` first when
+    it comes from outside. Thread-safe.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return "".join(_encode(value, 0))

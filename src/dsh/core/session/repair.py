@@ -6,12 +6,23 @@ History is never edited: a log whose last turn never ended is completed by
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dsh.core.session.types import SessionEvent
 
 INTERRUPTED_RESULT_TEXT = "Tool call interrupted by a crash; no result was recorded."
 """The text of the synthetic result given to a tool call that never got one."""
+
+
+def _last_turn_start(log: Sequence[SessionEvent]) -> int | None:
+    """The index of the last ``turn/start`` when no ``turn/end`` follows it, else None."""
+    for index in range(len(log) - 1, -1, -1):
+        kind = log[index]["type"]
+        if kind == "turn/start":
+            return index
+        if kind == "turn/end":
+            return None
+    return None
 
 
 def interrupted_turn_closers(events: Iterable[SessionEvent]) -> list[SessionEvent]:
@@ -22,24 +33,23 @@ def interrupted_turn_closers(events: Iterable[SessionEvent]) -> list[SessionEven
     then ``step/end`` if a step is open, then ``turn/end {kind: "interrupted"}``.
     Their ``seq`` continues the log and their ``time`` repeats the last event's. The
     caller appends them; ``events`` is not modified.
+
+    Only the events from the last ``turn/start`` on are read (found scanning back from
+    the end), since a ``turn/start`` resets everything this tracks: the cost follows
+    the open turn's length, not the log's.
     """
-    open_turn: int | None = None
+    log = events if isinstance(events, Sequence) else list(events)
+    start = _last_turn_start(log)
+    if start is None:
+        return []
+    open_turn: int = log[start]["data"]["turn"]
     open_step: int | None = None
     pending: dict[str, int] = {}
-    last: SessionEvent | None = None
-    for event in events:
-        last = event
+    for index in range(start + 1, len(log)):
+        event = log[index]
         kind = event["type"]
         data = event["data"]
-        if kind == "turn/start":
-            open_turn = data["turn"]
-            open_step = None
-            pending.clear()
-        elif kind == "turn/end":
-            open_turn = None
-            open_step = None
-            pending.clear()
-        elif kind == "step/start":
+        if kind == "step/start":
             open_step = data["step"]
         elif kind == "step/end":
             open_step = None
@@ -50,8 +60,7 @@ def interrupted_turn_closers(events: Iterable[SessionEvent]) -> list[SessionEven
                     pending[block["id"]] = data["step"]
         elif kind == "tool/result":
             pending.pop(data["callId"], None)
-    if open_turn is None or last is None:
-        return []
+    last = log[-1]
     seq = last["seq"] + 1
     time = last["time"]
     closers: list[SessionEvent] = []

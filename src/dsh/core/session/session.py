@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, overload
 
 from dsh.core.errors import HarnessError
 from dsh.core.session import clock
-from dsh.core.session.derive import derive_messages
-from dsh.core.session.jsonvalue import NotJsonError, json_snapshot
+from dsh.core.session.derive import Derivation
+from dsh.core.session.jsonvalue import NotJsonError, check_json, json_snapshot
 from dsh.core.session.types import SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId
 
 if TYPE_CHECKING:
@@ -64,29 +64,39 @@ class EventLog(Sequence[SessionEvent]):
         return f"EventLog({self._events!r})"
 
 
-def _seed_log(seed: Iterable[SessionEvent]) -> list[SessionEvent]:
+_ENVELOPE = ("type", "seq", "time", "data")
+
+
+def _not_an_event(index: int) -> HarnessError:
+    return HarnessError(
+        f"seed event at index {index} is not a session event: expected a mapping with a str "
+        '"type", int "seq" and "time", and "data" (load seeds with parse_session_event)',
+        "INVALID_SEED",
+    )
+
+
+def _seed_log(seed: Iterable[SessionEvent], copy: bool) -> list[SessionEvent]:
     log: list[SessionEvent] = []
+    append = log.append
     for index, event in enumerate(seed):
-        if (
-            not isinstance(event, Mapping)
-            or not isinstance(event.get("type"), str)
-            or type(event.get("time")) is not int
-            or "data" not in event
-        ):
-            raise HarnessError(
-                f"seed event at index {index} is not a session event: expected a mapping with a str "
-                '"type", int "seq" and "time", and "data" (load seeds with parse_session_event)',
-                "INVALID_SEED",
-            )
+        if type(event) is not dict and not isinstance(event, Mapping):
+            raise _not_an_event(index)
+        kind = event.get("type")
+        time = event.get("time")
+        if not isinstance(kind, str) or type(time) is not int or "data" not in event:
+            raise _not_an_event(index)
         seq = event.get("seq")
         if type(seq) is not int or seq != index:
             raise HarnessError(
                 f"seed event at index {index} has seq {seq} (expected {index}); seed must be contiguous from 0",
                 "INVALID_SEED",
             )
-        kind = event["type"]
+        data = event["data"]
         try:
-            data = json_snapshot(event["data"])
+            if copy:
+                data = json_snapshot(data)
+            else:
+                check_json(data)
         except NotJsonError as error:
             raise NotJsonError(
                 f'seed event "{kind}" (seq {seq}) carries non-JSON-serializable data: {error.reason} at {error.path}',
@@ -94,33 +104,47 @@ def _seed_log(seed: Iterable[SessionEvent]) -> list[SessionEvent]:
                 path=error.path,
                 cause=error,
             ) from error
-        log.append({"type": kind, "seq": seq, "time": event["time"], "data": data})
+        if copy or type(event) is not dict or tuple(event) != _ENVELOPE:
+            event = {"type": kind, "seq": seq, "time": time, "data": data}
+        append(event)
     return log
 
 
 class Session:
     """One conversation's append-only event log plus its immutable header.
 
-    ``Session(id, seed=None, header=None)``: ``seed`` (optional) must hold events with
-    ``seq`` contiguous from 0 and JSON ``data``; the log starts as a deep copy of it
-    (later changes to the caller's objects cannot reach the log) and seeding notifies
-    nobody. ``header`` defaults to ``{version: 1, id, createdAt: now}``.
+    ``Session(id, seed=None, header=None, *, copy_seed=True)``: ``seed`` (optional) must
+    hold events with ``seq`` contiguous from 0 and JSON ``data``; the log starts as a
+    deep copy of it (later changes to the caller's objects cannot reach the log) and
+    seeding notifies nobody. ``header`` defaults to ``{version: 1, id, createdAt: now}``.
+
+    ``copy_seed=False`` hands the seed's events over instead: they are checked the
+    same way but not copied, and the log holds them (an event that is not a plain
+    dict of exactly ``type, seq, time, data`` gets a new envelope around the same
+    ``data``). The caller gives them up: neither it nor anyone it shared them with may
+    change them afterwards. A resume hands over the events
+    :meth:`SessionPersistence.load <dsh.core.persistence.SessionPersistence.load>`
+    returned this way, unchanged (edited events belong in a copied seed). This skips
+    one full copy of a long log.
 
     ``on_append`` is called after each :meth:`append` with ``(session, event)``; the
     :class:`~dsh.core.session.store.SessionStore` sets it to emit ``session/event``.
     """
 
-    __slots__ = ("__weakref__", "_events", "_header", "_id", "_view", "on_append")
+    __slots__ = ("__weakref__", "_derivation", "_events", "_header", "_id", "_view", "on_append")
 
     def __init__(
         self,
         id: SessionId,
         seed: Iterable[SessionEvent] | None = None,
         header: SessionHeader | None = None,
+        *,
+        copy_seed: bool = True,
     ) -> None:
         self._id = id
-        self._events: list[SessionEvent] = [] if seed is None else _seed_log(seed)
+        self._events: list[SessionEvent] = [] if seed is None else _seed_log(seed, copy_seed)
         self._view = EventLog(self._events)
+        self._derivation: Derivation | None = None  # made by the first derive_messages()
         if header is None:
             header = {"version": SESSION_FORMAT_VERSION, "id": id, "createdAt": clock.now_ms()}
         else:
@@ -184,8 +208,17 @@ class Session:
         return event
 
     def derive_messages(self) -> list[Message]:
-        """The model-facing history derived from the log (see :func:`derive_messages`)."""
-        return derive_messages(self._events)
+        """The model-facing history derived from the log (see :func:`derive_messages`).
+
+        A fresh deep copy on every call: the caller may change it freely without
+        affecting the log or later calls. Incremental: only events appended since the
+        previous call are derived (see :class:`~dsh.core.session.derive.Derivation`), so
+        a call costs a C-speed copy of the history, not a walk of the whole log.
+        """
+        derivation = self._derivation
+        if derivation is None:
+            derivation = self._derivation = Derivation()
+        return derivation.messages(self._events)
 
 
 def _events_of(source: Session | Sequence[SessionEvent]) -> Sequence[SessionEvent]:

@@ -33,12 +33,14 @@ class SessionStore(Service):
         *,
         seed: Iterable[SessionEvent] | None = None,
         meta: SessionMeta | None = None,
+        copy_seed: bool = True,
     ) -> Session:
         """Create, store and announce a session; return it.
 
         ``id`` defaults to ``session-<n>`` (a per-store counter from 1). ``seed`` starts
-        the log (see :class:`Session`). ``meta`` gives the header's ``cwd`` (absolute),
-        ``parentSession`` and ``createdAt`` (default: now).
+        the log (see :class:`Session`; ``copy_seed=False`` hands its events over
+        uncopied). ``meta`` gives the header's ``cwd`` (absolute), ``parentSession`` and
+        ``createdAt`` (default: now).
 
         Raises ``HarnessError`` when the id is taken (``DUPLICATE_SESSION``), ``cwd`` is
         relative (``INVALID_CWD``) or the seed is invalid, in each case registering
@@ -68,7 +70,7 @@ class SessionStore(Service):
         parent = meta.get("parentSession")
         if parent is not None:
             header["parentSession"] = parent
-        session = Session(id, seed, header)
+        session = Session(id, seed, header, copy_seed=copy_seed)
         ctx = self.ctx
         sessions = self._sessions
         key = id

@@ -15,13 +15,15 @@ one log line (without the terminating newline) in the reference key order.
 from __future__ import annotations
 
 import json
+from functools import cache
+from json.encoder import encode_basestring
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
 from dsh.core.errors import HarnessError
-from dsh.core.session.jsonvalue import NotJsonError, dumps_json, json_snapshot
+from dsh.core.session.jsonvalue import NotJsonError, check_json, dumps_json, json_snapshot
 from dsh.core.session.types import SessionEvent, SessionHeader
 
 # Pydantic needs typing_extensions.TypedDict on Python 3.11, so the wire shapes are
@@ -356,23 +358,28 @@ class _ErrorData(TypedDict):
     code: NotRequired[str]
 
 
-_ENVELOPE: TypeAdapter[_Envelope] = TypeAdapter(_Envelope)
-_PAYLOADS: dict[str, TypeAdapter[Any]] = {
-    "turn/start": TypeAdapter(_TurnStart),
-    "turn/end": TypeAdapter(_TurnEnd),
-    "step/start": TypeAdapter(_Step),
-    "step/end": TypeAdapter(_Step),
-    "user/message": TypeAdapter(_MessageData),
-    "context/message": TypeAdapter(_MessageData),
-    "assistant/chunk": TypeAdapter(_ChunkData),
-    "assistant/message": TypeAdapter(_AssistantMessage),
-    "tool/call": TypeAdapter(_ToolCallData),
-    "tool/result": TypeAdapter(_ToolResultData),
-    "steering/message": TypeAdapter(_Steering),
-    "usage": TypeAdapter(_UsageData),
-    "error": TypeAdapter(_ErrorData),
+_PAYLOADS: dict[str, Any] = {
+    "turn/start": _TurnStart,
+    "turn/end": _TurnEnd,
+    "step/start": _Step,
+    "step/end": _Step,
+    "user/message": _MessageData,
+    "context/message": _MessageData,
+    "assistant/chunk": _ChunkData,
+    "assistant/message": _AssistantMessage,
+    "tool/call": _ToolCallData,
+    "tool/result": _ToolResultData,
+    "steering/message": _Steering,
+    "usage": _UsageData,
+    "error": _ErrorData,
 }
 """The payload shape of every known event type (SPEC §3.1); other types are open."""
+
+
+@cache
+def _adapter(shape: Any) -> TypeAdapter[Any]:
+    """The validator of ``shape``, built on first use (building all of them costs ~20 ms at import)."""
+    return TypeAdapter(shape)
 
 
 @with_config(_STRICT)
@@ -385,9 +392,6 @@ class _Header(TypedDict):
     parentSession: NotRequired[str]
 
 
-_HEADER: TypeAdapter[_Header] = TypeAdapter(_Header)
-
-
 # ------------------------------------------------------------------------ parsing
 def _problems(error: ValidationError) -> str:
     shown = []
@@ -398,23 +402,30 @@ def _problems(error: ValidationError) -> str:
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
-def _snapshot(value: object, what: str) -> Any:
+def _snapshot(value: object, what: str, copy: bool = True) -> Any:
     try:
+        if not copy:
+            check_json(value)
+            return value
         return json_snapshot(value)
     except NotJsonError as error:
         raise HarnessError(f"malformed {what}: {error}", "MALFORMED", cause=error) from error
 
 
-def parse_session_event(value: object) -> SessionEvent:
+def parse_session_event(value: object, *, copy: bool = True) -> SessionEvent:
     """Check ``value`` (decoded JSON) as a logged event and return a plain copy of it.
 
     Raises ``HarnessError(code="MALFORMED")`` naming the bad fields when ``value`` is
     not JSON, the envelope ``{type, seq, time, data}`` is wrong, or a known type's
     ``data`` does not match SPEC §3.1. The copy keeps every key and its order.
+
+    ``copy=False`` is for a value the caller hands over, such as the fresh result of
+    ``json.loads`` that nothing else references: it is checked the same way and
+    returned itself, uncopied.
     """
-    event = _snapshot(value, "session event")
+    event = _snapshot(value, "session event", copy)
     try:
-        _ENVELOPE.validate_python(event)
+        _adapter(_Envelope).validate_python(event)
     except ValidationError as error:
         raise HarnessError(
             f"malformed session event: {_problems(error)} "
@@ -423,10 +434,10 @@ def parse_session_event(value: object) -> SessionEvent:
             cause=error,
         ) from error
     kind = event["type"]
-    payload = _PAYLOADS.get(kind)
-    if payload is not None:
+    shape = _PAYLOADS.get(kind)
+    if shape is not None:
         try:
-            payload.validate_python(event["data"])
+            _adapter(shape).validate_python(event["data"])
         except ValidationError as error:
             raise HarnessError(
                 f'malformed "{kind}" event (seq {event["seq"]}): {_problems(error)} (see SPEC §3.1 for its data shape)',
@@ -446,7 +457,7 @@ def parse_session_header(value: object) -> SessionHeader:
     """
     raw = _snapshot(value, "session header")
     try:
-        checked = _HEADER.validate_python(raw)
+        checked = _adapter(_Header).validate_python(raw)
     except ValidationError as error:
         raise HarnessError(
             f'malformed session header: {_problems(error)} (expected {{"type":"session","version":1,'
@@ -474,8 +485,11 @@ def _decode(line: str, what: str) -> object:
 
 
 def parse_session_event_line(line: str) -> SessionEvent:
-    """:func:`parse_session_event` of one JSONL line (surrounding whitespace ignored)."""
-    return parse_session_event(_decode(line, "session event"))
+    """:func:`parse_session_event` of one JSONL line (surrounding whitespace ignored).
+
+    The decoded value is fresh, so it is checked in place and returned uncopied.
+    """
+    return parse_session_event(_decode(line, "session event"), copy=False)
 
 
 def parse_session_header_line(line: str) -> SessionHeader:
@@ -491,8 +505,18 @@ def parse_session_header_line(line: str) -> SessionHeader:
 
 # ----------------------------------------------------------------------- writing
 def session_event_line(event: SessionEvent) -> str:
-    """The JSONL text of ``event``: ``{"type","seq","time","data"}`` compact, no newline."""
-    return dumps_json({"type": event["type"], "seq": event["seq"], "time": event["time"], "data": event["data"]})
+    """The JSONL text of ``event``: ``{"type","seq","time","data"}`` compact, no newline.
+
+    Runs once per persisted event (in a storage worker thread, say), so the usual
+    envelope (a ``str`` type, ``int`` seq and time) is spliced around the encoded
+    ``data`` rather than encoded as a dict. Thread-safe.
+    """
+    kind = event["type"]
+    seq = event["seq"]
+    time = event["time"]
+    if type(kind) is str and type(seq) is int and type(time) is int:
+        return f'{{"type":{encode_basestring(kind)},"seq":{seq},"time":{time},"data":{dumps_json(event["data"])}}}'
+    return dumps_json({"type": kind, "seq": seq, "time": time, "data": event["data"]})
 
 
 def header_line(header: SessionHeader) -> str:

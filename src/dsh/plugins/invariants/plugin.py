@@ -26,7 +26,7 @@ from dsh.core.agent import AGENT_STATUS, Agent, AgentStatus
 from dsh.core.errors import InvariantError
 from dsh.core.session import SESSION_CREATED, SESSION_EVENT, SESSIONS, Session, SessionEvent
 from dsh.kernel import Context
-from dsh.plugins.invariants.freeze import deep_freeze
+from dsh.plugins.invariants.freeze import freeze_data
 from dsh.plugins.invariants.object_table import ObjectTable
 from dsh.plugins.invariants.trace import SessionTrace, check_event
 
@@ -45,7 +45,7 @@ class Config(BaseModel):
 def _freeze_event(event: SessionEvent) -> None:
     """Replace the logged event's ``data`` by its frozen twin, in the logged dict itself."""
     data = event.get("data")
-    frozen = deep_freeze(data)
+    frozen = freeze_data(data)
     if frozen is not data:
         dict.__setitem__(cast(dict[str, Any], event), "data", frozen)
 

@@ -11,11 +11,13 @@ streamed chunk when the plugin is loaded.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from dsh.core.errors import InvariantError
 
-_STEP_SCOPED = frozenset({"step/end", "assistant/chunk", "assistant/message", "tool/call", "tool/result"})
+_STEP_SCOPED = frozenset({"step/end", "assistant/message", "tool/call", "tool/result"})
+_NO_DATA: Mapping[str, Any] = MappingProxyType({})
 
 
 class SessionTrace:
@@ -54,8 +56,11 @@ def check_event(trace: SessionTrace, event: Mapping[str, Any]) -> None:
     trace.last_seq = seq
     kind = event.get("type")
     raw = event.get("data")
-    data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    if kind == "turn/start":
+    data: Mapping[str, Any] = raw if isinstance(raw, dict | Mapping) else _NO_DATA
+    if kind == "assistant/chunk":  # by far the most frequent event: checked first, inline
+        if trace.open_step is None or data.get("turn") != trace.open_turn or data.get("step") != trace.open_step:
+            _check_step_scoped(trace, kind, data)  # raises, naming the mismatch
+    elif kind == "turn/start":
         turn = data.get("turn")
         if trace.open_turn is not None:
             raise InvariantError(f"turn/start {_show(turn)} while turn {trace.open_turn} is still open")
