@@ -208,3 +208,41 @@ def test_byte_offsets_count_utf8_bytes_not_characters() -> None:
     assert scan.committed_bytes == len(data) - 2
     assert scan.events[0]["data"]["content"][0]["text"] == "héllo 😀 世界"
     assert dumps_json(scan.events[0]) == dumps_json(wide)
+
+
+def wide_turn() -> list[SessionEvent]:
+    """A balanced turn whose user message is not ASCII (2-, 3- and 4-byte UTF-8)."""
+    log = one_turn_log()
+    log[1] = event(
+        "user/message", 1, {"content": [{"type": "text", "text": "héllo 😀 世界"}], "source": {"kind": "user"}}
+    )
+    return log
+
+
+def test_committed_bytes_count_utf8_bytes_before_a_torn_line() -> None:
+    """(the committed length of non-ASCII lines is their UTF-8 size, not their length in characters)"""
+    committed = raw_log(*wide_turn())
+    scan = scan_log(committed + b"not json\n" + line_of(event("turn/start", 7, turn_start(2))))
+    assert seqs(scan.events) == list(range(6))
+    assert scan.committed_bytes == len(committed)
+    assert dumps_json(scan.events[1]) == dumps_json(wide_turn()[1])
+
+
+def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
+    """(bad bytes in one line spoil only that line: a torn tail after the last turn/end, else fatal)"""
+    committed = raw_log(*wide_turn())
+    scan = scan_log(committed + b"\xff\xfe garbage\n" + line_of(event("turn/start", 7, turn_start(2))))
+    assert seqs(scan.events) == list(range(6))
+    assert scan.committed_bytes == len(committed)
+    assert scan.events[1]["data"]["content"][0]["text"] == "héllo 😀 世界"
+    damaged = raw_log(*wide_turn()[:2]) + b"\xff\xfe\n" + b"".join(line_of(item) for item in wide_turn()[3:])
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3") as raised:
+        scan_log(damaged)
+    assert isinstance(raised.value.__cause__, UnicodeDecodeError)
+
+
+def test_a_turn_end_out_of_sequence_is_itself_committed_damage() -> None:
+    """(a parseable turn/end with the wrong seq still marks the region before it as committed)"""
+    data = raw_log(event("turn/start", 0, turn_start(1)), event("turn/end", 5, turn_end(1)))
+    with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 2 \(expected 1, got 5\)"):
+        scan_log(data)

@@ -6,7 +6,9 @@
 * :class:`PersistenceCoordinator`: the orchestration every backend shares (adoption of
   live sessions, write-behind buffers, flush, per-id ordering, dispose drain);
 * :class:`CoordinatedPersistence`: hooks + coordinator = the service;
-* :class:`MemoryPersistence`: the in-memory backend plugin.
+* :class:`MemoryPersistence`: the in-memory backend plugin;
+* helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop)
+  and the bulk read-back of :mod:`~dsh.core.persistence.readback`.
 """
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
@@ -15,6 +17,8 @@ from dsh.core.persistence.coordinator import PersistenceCoordinator
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.jsontext import escape_lone_surrogates
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
+from dsh.core.persistence.offload import run_blocking
+from dsh.core.persistence.readback import loads_stored_json, parse_event_lines, parse_event_rows, paused_gc
 from dsh.core.persistence.service import SESSION_PERSISTENCE, LoadedSession, SessionPersistence
 from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
 from dsh.core.session import SessionHeader
@@ -35,5 +39,10 @@ __all__ = [
     "StoredPrefix",
     "assert_serializable",
     "escape_lone_surrogates",
+    "loads_stored_json",
+    "parse_event_lines",
+    "parse_event_rows",
+    "paused_gc",
+    "run_blocking",
     "seed_covers_prefix",
 ]

@@ -19,4 +19,6 @@ def escape_lone_surrogates(json_text: str) -> str:
     UTF-8, like the output of ``JSON.stringify``; text without surrogates is returned
     unchanged.
     """
+    if json_text.isascii():  # O(1): no surrogate possible
+        return json_text
     return _LONE_SURROGATE.sub(_escape, json_text)

@@ -6,6 +6,7 @@ import builtins
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +17,7 @@ from dsh.core.persistence import (
     PersistenceError,
     StoredPrefix,
     escape_lone_surrogates,
+    run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader, header_line, session_event_line
 from dsh.kernel import Context
@@ -42,12 +44,17 @@ class JsonlConfig(BaseModel):
     root: str = Field(min_length=1)
 
 
-def _encode_lines(lines: Iterable[str]) -> bytes:
-    return b"".join(escape_lone_surrogates(line).encode("utf-8") + b"\n" for line in lines)
+def _encode_lines(lines: Sequence[str]) -> bytes:
+    """The UTF-8 bytes of ``lines`` (serialized JSON, at least one), each ending in a newline."""
+    text = "\n".join(lines) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: write it as a JSON escape
+        return escape_lone_surrogates(text).encode("utf-8")
 
 
 def _event_lines(events: Iterable[SessionEvent]) -> bytes:
-    return _encode_lines(session_event_line(event) for event in events)
+    return _encode_lines([session_event_line(event) for event in events])
 
 
 class SessionPersistenceJsonl(CoordinatedPersistence):
@@ -56,10 +63,19 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     Layout and line format: :mod:`dsh.plugins.persistence_jsonl.layout` and SPEC §4b.
     Files appear on the first non-empty append (lazy materialization), atomically; an
     append writes one batch with one write and one fsync and is rolled back by
-    truncation if it fails. File I/O is blocking and runs inline: each hook does a
-    handful of short system calls. OS failures are raised as
-    :class:`~dsh.core.persistence.PersistenceError` (code ``STORAGE_IO``, the
-    ``OSError`` as ``__cause__``).
+    truncation if it fails. A directory's entry is fsynced when this backend creates
+    the directory, and once per backend instance for the root and each bucket it
+    writes into (covering a directory another writer created but crashed before
+    syncing).
+
+    Every hook runs its blocking file I/O in the event loop's default executor, so
+    other sessions keep running and different sessions' fsyncs overlap; a read scans
+    the log there too, while a write encodes its lines on the loop first (small work
+    that would only contend for the GIL in a thread). The coordinator runs one hook at a time per session id;
+    a hook whose caller is cancelled still finishes its file work (see
+    :func:`~dsh.core.persistence.run_blocking`), so a batch is never left half written.
+    OS failures are raised as :class:`~dsh.core.persistence.PersistenceError` (code
+    ``STORAGE_IO``, the ``OSError`` as ``__cause__``).
     """
 
     name = "session-persistence-jsonl"
@@ -68,6 +84,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
     def __init__(self, ctx: Context, config: JsonlConfig) -> None:
         self.root = os.path.abspath(config.root)
+        self._synced_buckets: set[str] = set()
         super().__init__(ctx)
 
     @contextmanager
@@ -81,7 +98,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
                 error,
             ) from error
 
-    def _buckets(self) -> list[str]:
+    def _buckets(self) -> builtins.list[str]:
         """The bucket directories under the root, sorted; none when the root does not exist."""
         try:
             with os.scandir(self.root) as entries:
@@ -98,38 +115,34 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         return None
 
     @staticmethod
-    def _prefix(data: bytes) -> StoredPrefix:
+    def _prefix(data: bytes | None) -> StoredPrefix | None:
+        if data is None:
+            return None
         scan = scan_log(data)
         marker = scan.committed_bytes if scan.committed_bytes < len(data) else MISSING
         return StoredPrefix(scan.meta, scan.events, marker)
 
-    # ------------------------------------------------------------------ storage hooks
-    async def load_stored(self, id: str) -> StoredPrefix | None:
+    # ------------------------------------------------------------------ blocking work
+    def _read_stored(self, id: str) -> StoredPrefix | None:
         with self._storage(f'reading session "{id}"'):
             path = self._find(id)
             data = None if path is None else read_if_exists(path)
-        return None if data is None else self._prefix(data)
+        return self._prefix(data)
 
-    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+    def _read_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
         with self._storage(f'reading session "{id}"'):
             data = read_if_exists(log_path(self.root, cwd, id))
-        return None if data is None else self._prefix(data)
+        return self._prefix(data)
 
-    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
-        id = meta["id"]
-        path = log_path(self.root, meta.get("cwd"), id)
-        data = _event_lines(events)
+    def _write_batch(self, id: str, path: str, data: bytes, materialized: bool) -> None:
         with self._storage(f'writing session "{id}"'):
             if materialized:
                 append_durably(path, data)
             else:
-                self._materialize(id, path, _encode_lines([header_line(meta)]) + data)
+                self._materialize(id, path, data)
 
     def _materialize(self, id: str, path: str, data: bytes) -> None:
-        make_private_dirs(self.root)
-        fsync_dir(os.path.dirname(self.root))
-        make_private_dirs(os.path.dirname(path))
-        fsync_dir(self.root)
+        self._prepare_bucket(os.path.dirname(path))
         if exists(path):
             raise PersistenceError(
                 f'refusing to materialize "{id}": a log already exists on disk (load/resume it instead)',
@@ -137,22 +150,30 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             )
         publish_new_file(path, data)
 
-    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
-        id = meta["id"]
-        path = log_path(self.root, meta.get("cwd"), id)
+    def _prepare_bucket(self, bucket: str) -> None:
+        """Make ``bucket`` (and the root) exist, with durable directory entries."""
+        created = make_private_dirs(bucket)
+        unsynced = {os.path.dirname(directory) for directory in created}
+        if bucket not in self._synced_buckets:
+            unsynced.update((os.path.dirname(self.root), self.root))
+        for directory in sorted(unsynced):
+            fsync_dir(directory)
+        self._synced_buckets.add(bucket)
+
+    def _repair(self, id: str, path: str, torn_marker: object, closers: bytes) -> None:
         with self._storage(f'repairing session "{id}"'):
             if torn_marker is not MISSING:
                 truncate_durably(path, cast(int, torn_marker))
             if closers:
-                append_durably(path, _event_lines(closers))
+                append_durably(path, closers)
 
-    async def delete_stored(self, id: str) -> None:
+    def _delete(self, id: str) -> None:
         with self._storage(f'deleting session "{id}"'):
             path = self._find(id)
             if path is not None:
                 remove_durably(path)
 
-    async def list(self) -> builtins.list[SessionHeader]:
+    def _headers(self) -> builtins.list[SessionHeader]:
         headers: builtins.list[SessionHeader] = []
         with self._storage("listing sessions"):
             for bucket in self._buckets():
@@ -169,3 +190,30 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
                     except PersistenceError:
                         continue
         return headers
+
+    # ------------------------------------------------------------------ storage hooks
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        return await run_blocking(None, partial(self._read_stored, id))
+
+    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        return await run_blocking(None, partial(self._read_live, id, cwd))
+
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        id = meta["id"]
+        path = log_path(self.root, meta.get("cwd"), id)
+        lines = [session_event_line(event) for event in events]
+        if not materialized:
+            lines.insert(0, header_line(meta))
+        await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized))
+
+    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
+        id = meta["id"]
+        path = log_path(self.root, meta.get("cwd"), id)
+        data = _event_lines(closers) if closers else b""
+        await run_blocking(None, partial(self._repair, id, path, torn_marker, data))
+
+    async def delete_stored(self, id: str) -> None:
+        await run_blocking(None, partial(self._delete, id))
+
+    async def list(self) -> builtins.list[SessionHeader]:
+        return await run_blocking(None, self._headers)

@@ -5,16 +5,19 @@ A crash can leave a *torn tail*: a last line without its newline, or lines after
 last ``turn/end`` that are damaged or out of sequence. Those are dropped (and later
 truncated away). Damage at or before the last parseable ``turn/end`` is committed
 history and is never silently dropped: :func:`scan_log` raises instead.
+
+Each line is decoded once and its event checked in place, in bulk (see
+:func:`~dsh.core.persistence.parse_event_lines`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from typing import cast
 
 from dsh.core.errors import HarnessError
-from dsh.core.persistence import PersistenceError
-from dsh.core.session import SessionEvent, SessionHeader, parse_session_event, parse_session_header
+from dsh.core.persistence import PersistenceError, loads_stored_json, parse_event_lines
+from dsh.core.session import SessionEvent, SessionHeader, parse_session_header
 
 NOT_A_HEADER = "corrupt session log: first line is not a session header"
 
@@ -33,15 +36,9 @@ class LogScan:
     committed_bytes: int
 
 
-def parse_header_line(line: bytes) -> SessionHeader:
-    """The header of a log's first line (without its newline).
-
-    Raises :class:`PersistenceError` (``CORRUPT_LOG``) when the line is not JSON or
-    not a ``{"type":"session",...}`` header with an int ``version``, str ``id`` and int
-    ``createdAt``. The version itself is not checked here.
-    """
+def _header_from_text(text: str) -> SessionHeader:
     try:
-        value = json.loads(line.decode("utf-8"))
+        value = loads_stored_json(text)
     except (ValueError, RecursionError) as error:
         raise PersistenceError("corrupt session log: header line is not valid JSON", "CORRUPT_LOG", error) from error
     if not isinstance(value, dict) or value.get("type") != "session":
@@ -52,12 +49,39 @@ def parse_header_line(line: bytes) -> SessionHeader:
         raise PersistenceError(NOT_A_HEADER, "CORRUPT_LOG", error) from error
 
 
-def _parse_event(line: bytes) -> SessionEvent | Exception:
-    """The event on ``line``, or the reason it is unparseable (bad UTF-8, JSON or shape)."""
+def parse_header_line(line: bytes) -> SessionHeader:
+    """The header of a log's first line (without its newline).
+
+    Raises :class:`PersistenceError` (``CORRUPT_LOG``) when the line is not JSON or
+    not a ``{"type":"session",...}`` header with an int ``version``, str ``id`` and int
+    ``createdAt``. The version itself is not checked here.
+    """
     try:
-        return parse_session_event(json.loads(line.decode("utf-8")))
-    except (ValueError, RecursionError, HarnessError) as error:
-        return error
+        text = line.decode("utf-8")
+    except ValueError as error:
+        raise PersistenceError("corrupt session log: header line is not valid JSON", "CORRUPT_LOG", error) from error
+    return _header_from_text(text)
+
+
+def _split_lines(buffer: bytes) -> list[str] | list[bytes]:
+    """The ``\\n``-terminated lines of ``buffer`` without their newlines.
+
+    Decoded text when the whole buffer is valid UTF-8 (one decode), else raw bytes to
+    decode line by line (a bad line is then a hole of its own).
+    """
+    end = buffer.rfind(b"\n")
+    try:
+        return buffer[:end].decode("utf-8").split("\n") if end >= 0 else []
+    except UnicodeDecodeError:
+        return buffer[:end].split(b"\n")
+
+
+def _byte_length(lines: list[str] | list[bytes]) -> int:
+    """The UTF-8 byte length of ``lines``, each with its newline."""
+    total = len(lines)
+    for line in lines:
+        total += len(line.encode("utf-8")) if isinstance(line, str) else len(line)
+    return total
 
 
 def scan_log(buffer: bytes) -> LogScan:
@@ -66,42 +90,30 @@ def scan_log(buffer: bytes) -> LogScan:
     Lines are the ``\\n``-terminated pieces; a trailing piece without ``\\n`` is never an
     event. Raises :class:`PersistenceError` (``CORRUPT_LOG``) for a log without a
     complete first line, a bad header, or an unparseable line or seq gap at or before
-    the last parseable ``turn/end`` (committed history is damaged).
+    the last parseable ``turn/end`` (committed history is damaged). The events returned
+    are fresh and belong to the caller.
     """
-    pieces = buffer.split(b"\n")
-    del pieces[-1]  # the fragment after the last newline (empty when the file ends in one)
-    if not pieces:
+    lines = _split_lines(buffer)
+    if not lines:
         raise PersistenceError("empty or header-less session log", "CORRUPT_LOG")
-    meta = parse_header_line(pieces[0])
-    ends: list[int] = []
-    offset = 0
-    for piece in pieces:
-        offset += len(piece) + 1
-        ends.append(offset)
-    parsed = [_parse_event(piece) for piece in pieces[1:]]
-    last_turn_end = -1
+    first = lines[0]
+    meta = _header_from_text(first) if isinstance(first, str) else parse_header_line(first)
+    parsed = parse_event_lines(lines[1:])
+    bad = len(parsed)  # the first line that is a hole or out of sequence
     for index, item in enumerate(parsed):
-        if not isinstance(item, Exception) and item["type"] == "turn/end":
-            last_turn_end = index
-    events: list[SessionEvent] = []
-    committed = ends[0]
-    for index, item in enumerate(parsed):
+        if isinstance(item, Exception) or item["seq"] != index:
+            bad = index
+            break
+    if any(not isinstance(item, Exception) and item["type"] == "turn/end" for item in parsed[bad:]):
+        item = parsed[bad]  # damage at or before the last parseable turn/end: committed history
         if isinstance(item, Exception):
-            if index <= last_turn_end:
-                raise PersistenceError(
-                    f"corrupt session log: unparsable committed event at line {index + 1}",
-                    "CORRUPT_LOG",
-                    item,
-                )
-            break
-        if item["seq"] != index:
-            if index <= last_turn_end:
-                raise PersistenceError(
-                    "corrupt session log: seq gap in committed region at line "
-                    f"{index + 1} (expected {index}, got {item['seq']})",
-                    "CORRUPT_LOG",
-                )
-            break
-        events.append(item)
-        committed = ends[index + 1]
-    return LogScan(meta, events, committed)
+            raise PersistenceError(
+                f"corrupt session log: unparsable committed event at line {bad + 1}", "CORRUPT_LOG", item
+            )
+        raise PersistenceError(
+            f"corrupt session log: seq gap in committed region at line {bad + 1} (expected {bad}, got {item['seq']})",
+            "CORRUPT_LOG",
+        )
+    if bad == len(parsed):
+        return LogScan(meta, cast(list[SessionEvent], parsed), buffer.rfind(b"\n") + 1)
+    return LogScan(meta, cast(list[SessionEvent], parsed[:bad]), _byte_length(lines[: bad + 1]))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import cast
+from functools import partial
+from typing import TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +19,8 @@ from dsh.core.persistence import (
     PersistenceError,
     StoredPrefix,
     escape_lone_surrogates,
+    paused_gc,
+    run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader, dumps_json
 from dsh.kernel import Context
@@ -24,6 +28,8 @@ from dsh.plugins.persistence_sqlite.scan import scan_rows
 from dsh.plugins.persistence_sqlite.schema import open_database
 
 MEMORY_PATH = ":memory:"
+
+T = TypeVar("T")
 
 _INSERT_EVENT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)"
 _UPSERT_SESSION = (
@@ -50,7 +56,11 @@ def _header(id: str, version: int, created_at: int, cwd: str | None, parent: str
     return header
 
 
-def _rows(id: str, events: Sequence[SessionEvent]) -> list[tuple[str, int, str, int, str]]:
+_Row: TypeAlias = tuple[str, int, str, int, str]
+"""An ``events`` row to insert: ``(session_id, seq, type, time, data)``."""
+
+
+def _rows(id: str, events: Sequence[SessionEvent]) -> list[_Row]:
     return [
         (id, event["seq"], event["type"], event["time"], escape_lone_surrogates(dumps_json(event["data"])))
         for event in events
@@ -62,11 +72,16 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
 
     The database is opened in the constructor, so a bad path or an incompatible schema
     fails the plugin load. Every batch is one transaction (all rows or none).
-    sqlite3 calls are blocking and run inline on the event loop: each is a short
-    local transaction (another process holding the write lock can stall one for up to
-    sqlite3's 5 s busy timeout). Driver failures are raised as
+
+    The connection belongs to one worker thread of this backend: every hook runs its
+    sqlite3 calls there, one at a time (a read scans its rows there too; a write
+    encodes its rows on the loop first), so the event loop never waits on a commit or
+    on another process holding the write lock (sqlite3's busy timeout is 5 s). A hook
+    whose caller is cancelled still finishes its transaction (see
+    :func:`~dsh.core.persistence.run_blocking`). Driver failures are raised as
     :class:`~dsh.core.persistence.PersistenceError` (code ``STORAGE_IO``, the
-    ``sqlite3.Error`` as ``__cause__``).
+    ``sqlite3.Error`` as ``__cause__``). :meth:`close` closes the connection and stops
+    the worker; a hook called after it fails with ``STORAGE_IO``.
     """
 
     name = "session-persistence-sqlite"
@@ -88,9 +103,12 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                 ) from error
         self.path = path
         self.db = open_database(path)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
+        self._closed = False
         try:
             super().__init__(ctx)
         except BaseException:
+            self._worker.shutdown()
             self.db.close()
             raise
 
@@ -115,6 +133,16 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                 self.db.rollback()
                 raise
 
+    async def _run(self, action: str, work: Callable[[], T]) -> T:
+        """Run ``work`` on the connection's worker thread."""
+        if self._closed:
+            raise PersistenceError(
+                f'{action} failed: the session database "{self.path}" is closed (its backend was disposed)',
+                "STORAGE_IO",
+            )
+        return await run_blocking(self._worker, work)
+
+    # ------------------------------------------------------------------ worker-thread work
     def _read(self, id: str) -> StoredPrefix | None:
         with self._storage(f'reading session "{id}"'):
             row = self.db.execute(
@@ -122,20 +150,14 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
             ).fetchone()
             if row is None:
                 return None
-            rows = self.db.execute(
-                "SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq", (id,)
-            ).fetchall()
-        scan = scan_rows(rows)
+            with paused_gc():  # the rows and their events are many objects, none in a cycle
+                rows = self.db.execute(
+                    "SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq", (id,)
+                ).fetchall()
+                scan = scan_rows(rows)
         return StoredPrefix(_header(id, *row), scan.preserved, scan.torn_from)
 
-    # ------------------------------------------------------------------ storage hooks
-    async def load_stored(self, id: str) -> StoredPrefix | None:
-        return self._read(id)
-
-    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
-        return self._read(id)
-
-    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+    def _write_batch(self, meta: SessionHeader, rows: Sequence[_Row], materialized: bool) -> None:
         id = meta["id"]
         with self._transaction(f'writing session "{id}"') as db:
             if not materialized:
@@ -143,28 +165,55 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                     _UPSERT_SESSION,
                     (id, meta["version"], meta["createdAt"], meta.get("cwd"), meta.get("parentSession")),
                 )
-            db.executemany(_INSERT_EVENT, _rows(id, events))
+            db.executemany(_INSERT_EVENT, rows)
 
-    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
-        id = meta["id"]
+    def _repair(self, id: str, torn_marker: object, closers: Sequence[_Row]) -> None:
         with self._transaction(f'repairing session "{id}"') as db:
             if torn_marker is not MISSING:
                 db.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (id, cast(int, torn_marker)))
-            db.executemany(_INSERT_EVENT, _rows(id, closers))
+            db.executemany(_INSERT_EVENT, closers)
 
-    async def delete_stored(self, id: str) -> None:
+    def _delete(self, id: str) -> None:
         with self._storage(f'deleting session "{id}"'):
             self.db.execute("DELETE FROM sessions WHERE id = ?", (id,))
 
-    async def list(self) -> builtins.list[SessionHeader]:
+    def _headers(self) -> builtins.list[SessionHeader]:
         with self._storage("listing sessions"):
             rows = self.db.execute(
                 "SELECT id, version, created_at, cwd, parent_session FROM sessions ORDER BY rowid"
             ).fetchall()
         return [_header(*row) for row in rows]
 
+    # ------------------------------------------------------------------ storage hooks
+    async def load_stored(self, id: str) -> StoredPrefix | None:
+        return await self._run(f'reading session "{id}"', partial(self._read, id))
+
+    async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        return await self._run(f'reading session "{id}"', partial(self._read, id))
+
+    async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        rows = _rows(meta["id"], events)
+        await self._run(f'writing session "{meta["id"]}"', partial(self._write_batch, meta, rows, materialized))
+
+    async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
+        id = meta["id"]
+        await self._run(f'repairing session "{id}"', partial(self._repair, id, torn_marker, _rows(id, closers)))
+
+    async def delete_stored(self, id: str) -> None:
+        await self._run(f'deleting session "{id}"', partial(self._delete, id))
+
+    async def list(self) -> builtins.list[SessionHeader]:
+        return await self._run("listing sessions", self._headers)
+
     async def close(self) -> None:
-        self.db.close()
+        """Close the connection on its worker thread, then stop the worker (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await run_blocking(self._worker, self.db.close)
+        finally:
+            self._worker.shutdown()
 
 
 def _make_private_parents(path: str) -> None:

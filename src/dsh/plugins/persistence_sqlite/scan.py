@@ -8,14 +8,12 @@ so unparseable tail ``data`` is never fatal.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
-from dsh.core.errors import HarnessError
-from dsh.core.persistence import MISSING, PersistenceError
-from dsh.core.session import SessionEvent, parse_session_event
+from dsh.core.persistence import MISSING, PersistenceError, parse_event_rows
+from dsh.core.session import SessionEvent
 
 EventRow: TypeAlias = tuple[int, str, int, str]
 """``(seq, type, time, data)`` as selected from the ``events`` table."""
@@ -30,43 +28,28 @@ class RowScan:
     torn_from: object = field(default=MISSING)
 
 
-def _parse(row: EventRow) -> SessionEvent | Exception:
-    """The event of ``row``, or why it is unparseable (bad JSON or a malformed event)."""
-    seq, type, time, text = row
-    try:
-        return parse_session_event({"type": type, "seq": seq, "time": time, "data": json.loads(text)})
-    except (ValueError, RecursionError, HarnessError) as error:
-        return error
-
-
 def scan_rows(rows: Sequence[EventRow]) -> RowScan:
     """Scan ``rows`` (ordered by seq) into the preserved prefix and the torn tail.
 
     Raises :class:`PersistenceError` (``CORRUPT_LOG``) for unparseable ``data`` or a
-    seq gap at or before the last parseable ``turn/end`` row.
+    seq gap at or before the last parseable ``turn/end`` row. Each row's ``data`` is
+    decoded once and its event checked in place, in bulk (see
+    :func:`~dsh.core.persistence.parse_event_rows`); the events returned belong to the
+    caller.
     """
-    parsed = [_parse(row) for row in rows]
-    last_turn_end = -1
-    for index, (row, event) in enumerate(zip(rows, parsed, strict=True)):
-        if row[1] == "turn/end" and not isinstance(event, Exception):
-            last_turn_end = index
-    preserved: list[SessionEvent] = []
-    for index, (row, event) in enumerate(zip(rows, parsed, strict=True)):
-        seq = row[0]
-        if isinstance(event, Exception):
-            if index <= last_turn_end:
-                raise PersistenceError(
-                    f"corrupt session log: unparsable committed event at seq {seq}", "CORRUPT_LOG", event
-                )
+    parsed = parse_event_rows(rows)
+    bad = len(parsed)  # the first row that is unparseable or out of sequence
+    for index, item in enumerate(parsed):
+        if isinstance(item, Exception) or item["seq"] != index:
+            bad = index
             break
-        if seq != index:
-            if index <= last_turn_end:
-                raise PersistenceError(
-                    f"corrupt session log: seq gap in committed region (expected {index}, got {seq})",
-                    "CORRUPT_LOG",
-                )
-            break
-        preserved.append(event)
-    if len(preserved) < len(rows):
-        return RowScan(preserved, len(preserved))
-    return RowScan(preserved)
+    if any(not isinstance(item, Exception) and item["type"] == "turn/end" for item in parsed[bad:]):
+        item, seq = parsed[bad], rows[bad][0]  # damage at or before the last parseable turn/end
+        if isinstance(item, Exception):
+            raise PersistenceError(f"corrupt session log: unparsable committed event at seq {seq}", "CORRUPT_LOG", item)
+        raise PersistenceError(
+            f"corrupt session log: seq gap in committed region (expected {bad}, got {seq})", "CORRUPT_LOG"
+        )
+    if bad < len(parsed):
+        return RowScan(cast(list[SessionEvent], parsed[:bad]), bad)
+    return RowScan(cast(list[SessionEvent], parsed))

@@ -40,14 +40,15 @@ def open_database(path: str) -> sqlite3.Connection:
     """Open (creating if needed) the session database at ``path`` (``":memory:"`` allowed).
 
     The connection is in autocommit mode (callers open their own transactions), with
-    foreign keys on and WAL journaling. A fresh database (``user_version`` 0) gets the
+    foreign keys on and WAL journaling; it may be used from any thread, one thread at
+    a time (the caller serializes). A fresh database (``user_version`` 0) gets the
     schema and is stamped :data:`SCHEMA_VERSION`. Raises :class:`PersistenceError`
     (``SCHEMA_VERSION``) for a database of another schema version and
     (``STORAGE_IO``) when the file cannot be opened as a database; nothing stays open
     on failure.
     """
     try:
-        db = sqlite3.connect(path, isolation_level=None)
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as error:
         raise _open_failed(path, error) from error
     try:
