@@ -237,6 +237,11 @@ FROZEN: dict[str, list[str]] = {
         "StoredPrefix",
         "assert_serializable",
         "escape_lone_surrogates",
+        "loads_stored_json",
+        "parse_event_lines",
+        "parse_event_rows",
+        "paused_gc",
+        "run_blocking",
         "seed_covers_prefix",
     ],
     "dsh.core.session": [
