@@ -230,3 +230,58 @@ async def test_chat_on_a_terminal_draws_with_rich(tmp_path: Path, workspace: Pat
     assert "$ echo 'rich chat'" in text
     assert "\x1b[" in text
     assert "[tool call]" not in text
+
+
+async def test_chat_on_a_terminal_steers_a_running_turn(tmp_path: Path, workspace: Path) -> None:
+    """Under a pseudo-terminal: a line typed while a tool runs steers the running turn (no new turn)."""
+    leader, follower = pty.openpty()
+    env = {**child_env(key=None, home=tmp_path), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+    process = await asyncio.create_subprocess_exec(
+        str(DSH), "chat", "--demo", stdin=follower, stdout=follower, stderr=follower, env=env, cwd=workspace
+    )
+    os.close(follower)
+    loop = asyncio.get_running_loop()
+    received = bytearray()
+    arrived = asyncio.Event()
+
+    def on_readable() -> None:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(leader)
+        received.extend(data)
+        arrived.set()
+
+    async def wait_for(marker: bytes) -> None:
+        while marker not in received:
+            arrived.clear()
+            await arrived.wait()
+
+    started = workspace / "started"
+    release = workspace / "release"
+    loop.add_reader(leader, on_readable)
+    try:
+        await wait_for(b"Ctrl-D quits")
+        # the tool waits for a file the test creates, so the turn is surely running while we type
+        os.write(leader, b"$ touch started; while [ ! -e release ]; do sleep 0.01; done\n")
+        while not started.exists():
+            await asyncio.sleep(0.01)
+        os.write(leader, b"also look at the readme\n")
+        while b"also look at the readme" not in received:
+            arrived.clear()
+            await arrived.wait()
+        release.touch()
+        await wait_for(b"finished and printed")
+        os.write(leader, b"\x04")
+        assert await process.wait() == 0
+    finally:
+        loop.remove_reader(leader)
+        os.close(leader)
+    (path,) = session_files(tmp_path / "sessions")
+    _header, events = read_log(path)
+    steering = [event["data"] for event in events if event["type"] == "steering/message"]
+    assert [data["turn"] for data in steering] == [1]
+    assert steering[0]["content"] == [{"type": "text", "text": "also look at the readme"}]
+    assert [event["data"]["turn"] for event in events if event["type"] == "turn/start"] == [1]
