@@ -276,3 +276,26 @@ async def test_abort_resolves_reason_to_aborted_when_no_reason_provided() -> Non
         agent.abort()
         await agent.when_idle()
         assert turn_end_reasons(agent.session) == [{"kind": "aborted", "reason": "aborted"}]
+
+
+async def test_a_listener_editing_the_default_source_cannot_change_later_messages() -> None:
+    """(extra) The default ``{kind: user}`` source is a fresh object per message, never a shared one."""
+    from dsh.core.agent import AGENT_QUEUED
+
+    async with Harness([text_response("a"), text_response("b")]) as h:
+        agent = h.agent()
+
+        def vandal(_a: Any, _content: Any, info: Any) -> None:
+            info["source"]["kind"] = "plugin"
+            info["source"]["plugin"] = "vandal"
+
+        effect = h.ctx.on(AGENT_QUEUED, vandal)
+        agent.send(text("one"))
+        effect()
+        await until(lambda: bool(of_type(agent.session, "turn/end")))
+        await agent.when_idle()
+        agent.send(text("two"))
+        await until(lambda: len(of_type(agent.session, "turn/end")) == 2)
+        await agent.when_idle()
+        sources = [data["source"] for data in of_type(agent.session, "user/message")]
+        assert sources[1] == {"kind": "user"}

@@ -21,7 +21,10 @@ from dsh.core.llm import ContentBlock, MessageSource
 from dsh.core.session import SESSION_FLUSH, Session, is_turn_open, last_turn_number
 from dsh.kernel import AbortController, Context
 
-USER_SOURCE: MessageSource = {"kind": "user"}
+
+def _user_source() -> MessageSource:
+    """A fresh default source: listeners receive it, so one object must never be shared."""
+    return {"kind": "user"}
 
 
 async def _nothing() -> None:
@@ -98,7 +101,7 @@ class ReactLoopAgent:
     def send(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
         """Queue a user message; it starts a turn when idle, else joins the next one."""
         self._assert_live()
-        resolved = source if source is not None else USER_SOURCE
+        resolved = source if source is not None else _user_source()
         self.inbox.enqueue(InboxMessage(content, resolved))
         self.ctx.emit(AGENT_QUEUED, self, content, {"source": resolved, "steering": False})
 
@@ -108,7 +111,7 @@ class ReactLoopAgent:
         if self._status != "running":
             self.send(content, source=source)
             return
-        resolved = source if source is not None else USER_SOURCE
+        resolved = source if source is not None else _user_source()
         self.inbox.steer(InboxMessage(content, resolved))
         self.ctx.emit(AGENT_QUEUED, self, content, {"source": resolved, "steering": True})
 
@@ -119,7 +122,7 @@ class ReactLoopAgent:
         ``injection`` turn that is closed and checkpointed even if an append raises.
         """
         self._assert_live()
-        resolved = source if source is not None else USER_SOURCE
+        resolved = source if source is not None else _user_source()
         session = self.session
         if is_turn_open(session):
             session.append("context/message", {"content": content, "source": resolved})
