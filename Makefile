@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PYTEST_WORKERS ?= 2
 LINT_PATHS := $(wildcard src tests scripts bench examples)
 
-.PHONY: run test lint typecheck contracts unit bench bench-quick fmt clean
+.PHONY: run test lint typecheck contracts unit bench bench-quick bytecode fmt clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,12 +16,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Compile dsh's bytecode, as installing a wheel does: an editable install leaves it to the first
+# import, which writes nothing where PYTHONDONTWRITEBYTECODE is set, so every start would compile.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q src
+
 DEMO_PROMPT ?= show me the files in this folder
 SESSIONS ?= $(CURDIR)/.sessions
 
 # The main job: the version, the kernel demo, then one agent turn end to end. Keyless
 # (the scripted demo model driving the real bash tool) unless DEEPSEEK_API_KEY is set.
-run: $(STAMP)
+run: bytecode
 	$(BIN)/dsh --version
 	$(BIN)/python examples/kernel-demo/start.py
 	@if [ -n "$$DEEPSEEK_API_KEY" ]; then \
@@ -50,10 +55,10 @@ unit: $(STAMP)
 
 test: lint typecheck contracts unit
 
-bench: $(STAMP)
+bench: bytecode
 	$(BIN)/python bench/run.py
 
-bench-quick: $(STAMP)
+bench-quick: bytecode
 	$(BIN)/python bench/run.py --quick
 
 fmt: $(STAMP)

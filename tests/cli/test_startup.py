@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from dsh.cli.startup import HTTPX_CLI, defer_httpx_cli
+from dsh.cli.startup import HTTPX_CLI, CollectorPolicy, defer_httpx_cli
 
 
 def test_a_stand_in_is_registered_only_while_httpx_is_not_imported() -> None:
@@ -57,3 +58,87 @@ def test_the_dsh_process_imports_httpx_without_its_tool() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+
+
+class _RecordingCollector:
+    """Records the calls a CollectorPolicy makes on the gc module."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def disable(self) -> None:
+        self.calls.append("disable")
+
+    def enable(self) -> None:
+        self.calls.append("enable")
+
+    def freeze(self) -> None:
+        self.calls.append("freeze")
+
+
+def test_the_collector_policy_pauses_settles_once_and_freezes_before_exit() -> None:
+    """(extra) pause disables collection; settle freezes and re-enables once; finish freezes again"""
+    collector = _RecordingCollector()
+    policy = CollectorPolicy(collector)
+    policy.pause()
+    assert collector.calls == ["disable"]
+    policy.settle()
+    policy.settle()
+    assert collector.calls == ["disable", "freeze", "enable"]
+    policy.finish()
+    assert collector.calls == ["disable", "freeze", "enable", "freeze"]
+
+
+def test_finishing_without_a_boot_re_enables_collection() -> None:
+    """(extra) a command that never boots (or fails first) still leaves the collector on"""
+    collector = _RecordingCollector()
+    policy = CollectorPolicy(collector)
+    policy.pause()
+    policy.finish()
+    assert collector.calls == ["disable", "freeze", "enable", "freeze"]
+
+
+def test_the_policy_leaves_an_unpaused_process_alone() -> None:
+    """(extra) in-process boots (tests, embedders) never touch the collector"""
+    collector = _RecordingCollector()
+    policy = CollectorPolicy(collector)
+    policy.settle()
+    policy.finish()
+    assert collector.calls == []
+
+
+def test_the_dsh_process_collects_again_once_booted(tmp_path: Path) -> None:
+    """(extra) a real `dsh run --demo`: the collector is back on after the boot, start-up objects are frozen"""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import gc, sys\n"
+        "import dsh.cli.boot as boot\n"
+        "original = boot.COLLECTOR.settle\n"
+        "def settle():\n"
+        "    print('before', gc.isenabled(), file=sys.stderr)\n"
+        "    original()\n"
+        "    print('after', gc.isenabled(), gc.get_freeze_count() > 10000, file=sys.stderr)\n"
+        "boot.COLLECTOR.settle = settle\n"
+        "from dsh.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(probe),
+            "--sessions-root",
+            str(tmp_path / "s"),
+            "run",
+            "--demo",
+            "--cwd",
+            str(tmp_path),
+            "hi",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "before False\n" in done.stderr
+    assert "after True True\n" in done.stderr

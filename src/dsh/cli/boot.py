@@ -20,6 +20,7 @@ from typing import Any
 
 from dsh.cli.errors import CliError
 from dsh.cli.profile import Tree
+from dsh.cli.startup import COLLECTOR
 from dsh.kernel import Context, LoaderError, PluginEntry, load_tree
 from dsh.kernel.loader import load_entries
 
@@ -35,7 +36,9 @@ async def booted(tree: Tree) -> AsyncIterator[Context]:
     """Yield a root context with ``tree`` loaded; dispose the root on exit.
 
     A tree that fails to load raises :class:`CliError` naming the tree and the
-    loader's reason (what loaded before the failure is already unloaded).
+    loader's reason (what loaded before the failure is already unloaded). Once the
+    tree is up, the process's start-up collector pause ends (see
+    :class:`~dsh.cli.startup.CollectorPolicy`; a no-op unless ``dsh`` owns the process).
     """
     root = Context()
     try:
@@ -46,6 +49,7 @@ async def booted(tree: Tree) -> AsyncIterator[Context]:
         else:
             with tempfile.TemporaryDirectory(prefix="dsh-profile-") as folder:
                 await _load(root, tree, Path(folder) / PROFILE_FILE)
+        COLLECTOR.settle()
         yield root
     finally:
         await root.dispose()

@@ -197,20 +197,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A subcommand runs in a fresh event loop. A Ctrl-C that arrives while no
     subcommand handles it (during startup, say) ends the run with status 130.
-    This process is dsh's own, so imports no command needs are deferred first
-    (see :mod:`dsh.cli.startup`).
+    This process is dsh's own, so imports no command needs are deferred first and
+    the garbage collector waits until the plugins are booted (see
+    :mod:`dsh.cli.startup`).
     """
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed
     import asyncio
 
-    from dsh.cli.startup import defer_httpx_cli
+    from dsh.cli.startup import COLLECTOR, defer_httpx_cli
 
     defer_httpx_cli()
-
+    COLLECTOR.pause()
     try:
         return asyncio.run(_command(parsed)(parsed))
     except KeyboardInterrupt:
         print("dsh: interrupted", file=sys.stderr)
         return 130
+    finally:
+        COLLECTOR.finish()
