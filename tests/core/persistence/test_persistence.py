@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Sequence
-from typing import ClassVar
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, ClassVar
 
 import pytest
 
@@ -33,7 +33,7 @@ from dsh.core.session import (
     SessionStore,
     dumps_json,
 )
-from dsh.kernel import Context, KernelError
+from dsh.kernel import Context, KernelError, PluginSpec
 from tests.core.persistence.helpers import CWD, BackendKit, Rig, meta, one_user_turn, replay, seqs, texts
 from tests.core.session.helpers import event, one_turn_log, user_message
 
@@ -543,3 +543,89 @@ async def test_live_adoption_cuts_a_torn_tail_without_closing_the_open_turn(stor
         assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
     finally:
         await rig.close()
+
+
+# --- the write path's snapshot: encoded first, before any other session/event listener
+def _listener_plugin(listener: Callable[[Session, SessionEvent], None]) -> PluginSpec:
+    def apply(ctx: Context, _config: object) -> None:
+        ctx.on(SESSION_EVENT, listener)
+
+    return PluginSpec(name="session/event listener", apply=apply)
+
+
+async def test_the_persisted_copy_is_the_event_as_logged_before_other_listeners_run(
+    rig: Rig, storage: MemoryStorage
+) -> None:
+    """(the coordinator buffers first: a listener loaded earlier that mutates the event cannot reach storage)"""
+
+    def vandal(_session: Session, logged: SessionEvent) -> None:
+        logged["data"]["content"][0]["text"] = "MUTATED"
+
+    await rig.ctx.plugin(_listener_plugin(vandal))
+    await rig.mount()
+    _fiber, session = await rig.live("s1")
+    session.append("user/message", user_message("original"))
+    await rig.flush(session)
+    assert session.events[0]["data"]["content"][0]["text"] == "MUTATED"
+    assert storage.logs["s1"][1][0]["data"] == user_message("original")
+
+
+async def test_an_event_a_later_listener_rejects_is_still_persisted_the_buffer_mirrors_the_log(
+    rig: Rig, storage: MemoryStorage
+) -> None:
+    """(Session.append raises after the push: the event is in the log, so it is buffered and written, no seq gap)"""
+
+    def veto(_session: Session, logged: SessionEvent) -> None:
+        if logged["type"] == "user/message":
+            raise ValueError("listener refused")
+
+    await rig.ctx.plugin(_listener_plugin(veto))
+    await rig.mount()
+    _fiber, session = await rig.live("s1")
+    with pytest.raises(ValueError, match="listener refused"):
+        replay(session, one_user_turn())
+    replay(session, one_user_turn()[2:])
+    await rig.flush(session)
+    assert texts(storage.logs["s1"][1]) == texts(session.events)
+    assert seqs(session.events) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("broken", "error"),
+    [
+        ({"type": "turn/start", "seq": 0, "data": {"turn": 1}}, KeyError),
+        ({"type": "turn/start", "seq": True, "time": 0, "data": {"turn": 1}}, TypeError),
+    ],
+)
+async def test_append_rejects_a_batch_with_a_broken_envelope_through_its_awaitable(
+    rig: Rig, storage: MemoryStorage, broken: Any, error: type[Exception]
+) -> None:
+    """(an event without a time, or with a bool seq, cannot be written: the append rejects, nothing is stored)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1"))
+    pending = persistence.append("s1", [broken])
+    with pytest.raises(error):
+        await pending
+    assert storage.logs == {}
+    await persistence.append("s1", one_user_turn())
+    assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
+
+
+async def test_a_backend_receives_the_coordinators_encoded_batch(rig: Rig, storage: MemoryStorage) -> None:
+    """(append_batch gets an encoded batch that encoded_batch hands back as is; reading it decodes afresh)"""
+    received: list[Sequence[SessionEvent]] = []
+
+    class Recording(MemoryPersistence):
+        async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+            received.append(events)
+            await super().append_batch(meta, events, materialized)
+
+    rig.kit.plugin = Recording
+    await rig.mount()
+    _fiber, session = await rig.live("s1")
+    replay(session, one_user_turn())
+    await rig.flush(session)
+    [batch] = received
+    assert Recording.encoded_batch(batch) is batch
+    assert texts(list(batch)) == texts(session.events)
+    assert list(batch)[1] is not storage.logs["s1"][1][1]

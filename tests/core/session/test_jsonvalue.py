@@ -283,6 +283,18 @@ def test_snapshot_of_subclassed_containers_inside_plain_ones_is_plain() -> None:
     assert json_snapshot([FrozenList([1]), 0.5]) == [[1], 0.5]
 
 
+def test_snapshot_of_a_top_level_frozen_container_is_plain_and_reports_offenders() -> None:
+    """Logged content handed over frozen (derive copies it) takes the lean walk and comes back plain."""
+    content = FrozenList([FrozenDict(type="text", text="hi"), FrozenDict(type="image", data=[1, 2])])
+    copy = json_snapshot(content)
+    assert copy == [{"type": "text", "text": "hi"}, {"type": "image", "data": [1, 2]}]
+    assert type(copy) is list
+    assert type(copy[0]) is dict
+    assert type(json_snapshot(FrozenDict(a=FrozenList([1])))["a"]) is list
+    with pytest.raises(NotJsonError, match=r"\$\[0\]\.bad"):
+        json_snapshot(FrozenList([FrozenDict(bad={1})]))
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),

@@ -53,3 +53,35 @@ def test_a_missing_weakly_referable_key_reads_as_none() -> None:
     table: ObjectTable[Plain, int] = ObjectTable()
 
     assert table.get(Plain()) is None
+
+
+def test_a_collected_key_takes_its_entry_out_of_the_table() -> None:
+    """The weak reference's callback drops the entry, so a later object reusing the id finds nothing."""
+    table: ObjectTable[Plain, str] = ObjectTable()
+    key = Plain()
+    table[key] = "first"
+    table[key] = "second"
+    assert (len(table), table.get(key)) == (1, "second")
+
+    del key
+    gc.collect()
+
+    assert len(table) == 0
+    assert table.get(Plain()) is None
+
+
+def test_a_callback_arriving_after_the_table_is_gone_does_nothing() -> None:
+    """The callback holds the table weakly (no reference cycle), so it survives outliving the table."""
+    table: ObjectTable[Plain, str] = ObjectTable()
+    key = Plain()
+    table[key] = "state"
+    reference = table._entries[id(key)][0]  # kept alive past the table, so its callback still runs
+    watcher = weakref.ref(table)
+
+    del table
+    assert watcher() is None
+    del key
+    gc.collect()
+
+    assert isinstance(reference, weakref.ref)
+    assert reference() is None

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from dsh.core.persistence.encoded import EncodedEvents
 from dsh.core.session import SessionEvent, SessionHeader
 
 
@@ -54,6 +55,17 @@ class PersistenceBackend(ABC):
 
     name: str
 
+    @staticmethod
+    def encoded_batch(events: Sequence[SessionEvent]) -> EncodedEvents:
+        """``events`` as an :class:`~dsh.core.persistence.encoded.EncodedEvents` batch.
+
+        The coordinator hands :meth:`append_batch` such a batch, encoded when it took
+        its snapshot of each event, so this returns it as is: a backend that writes
+        JSON takes its ``records`` or ``lines()`` instead of serializing the events
+        again. Any other sequence (a direct caller's list) is encoded now.
+        """
+        return EncodedEvents.of(events)
+
     @abstractmethod
     async def load_stored(self, id: str) -> StoredPrefix | None:
         """The stored prefix of ``id`` in any storage scope, or None when nothing is stored."""
@@ -69,6 +81,10 @@ class PersistenceBackend(ABC):
     @abstractmethod
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         """Durably append ``events`` (contiguous, continuing the stored log).
+
+        From the coordinator, ``events`` is an
+        :class:`~dsh.core.persistence.encoded.EncodedEvents` batch (see
+        :meth:`encoded_batch`); reading it as events decodes each one afresh.
 
         When ``materialized`` is False nothing is stored for ``meta["id"]`` yet: create
         the artifact with the header and this first batch together, refusing to replace

@@ -5,9 +5,13 @@ over a backend's storage hooks:
 
 * ``session/created`` starts :meth:`PersistenceCoordinator.init_for`, which binds the
   live session to its stored log (one of four adoption cases, below);
-* ``session/event`` copies each event into a write-behind buffer per session (the
-  logged event itself may still be changed by whoever holds it; the copy is what gets
-  written);
+* ``session/event`` encodes each event into a write-behind buffer per session: the
+  compact JSON text of its ``data`` is the snapshot (the logged event itself may
+  still be changed by whoever holds it) and what storage writes (see
+  :mod:`~dsh.core.persistence.encoded`). This listener goes before the listeners
+  already installed, so the buffer holds every event exactly as ``Session.append``
+  logged it (validated JSON), even one that a later listener changes or rejects
+  by raising (the event is in the log then, so it is persisted too);
 * ``session/flush`` appends the buffered events that storage does not hold yet and
   trims the buffer only once they are durable;
 * disposing the backend's fiber drains every buffer, then closes the backend.
@@ -50,6 +54,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend
+from dsh.core.persistence.encoded import EncodedEvent, EncodedEvents, encode_event
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.service import LoadedSession
 from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
@@ -62,7 +67,6 @@ from dsh.core.session import (
     SessionEvent,
     SessionHeader,
     interrupted_turn_closers,
-    json_snapshot,
 )
 from dsh.kernel import Context
 
@@ -135,11 +139,11 @@ class PersistenceCoordinator:
         self._backend = backend
         self._logger = ctx.logger
         self._states: dict[str, _State] = {}
-        self._buffers: dict[Session, list[SessionEvent]] = {}
+        self._buffers: dict[Session, list[EncodedEvent]] = {}
         self._inits: dict[Session, asyncio.Task[None]] = {}
         self._chains: dict[str, asyncio.Task[Any]] = {}
         ctx.on(SESSION_CREATED, self.init_for)
-        ctx.on(SESSION_EVENT, self._buffer)
+        ctx.on(SESSION_EVENT, self._buffer, prepend=True)
         ctx.on(SESSION_FLUSH, self.flush)
         ctx.effect(lambda: self._drain, f"{backend.name} drain")
         for session in ctx[SESSIONS].list():
@@ -157,12 +161,16 @@ class PersistenceCoordinator:
         return self._serialize(snapshot["id"], lambda: self._create_core(snapshot))
 
     def append(self, id: str, events: Sequence[SessionEvent]) -> Awaitable[None]:
-        """Append a contiguous batch; it is validated and deep-copied now."""
+        """Append a contiguous batch; it is validated and encoded (snapshotted) now.
+
+        A batch that is not JSON, or whose events lack part of the envelope, is
+        rejected through the returned awaitable.
+        """
         try:
             assert_serializable(events)
-        except PersistenceError as error:
+            batch = EncodedEvents([encode_event(event) for event in events])
+        except (PersistenceError, KeyError, TypeError) as error:
             return _rejected(error)
-        batch = [json_snapshot(event) for event in events]
         return self._serialize(id, lambda: self._append_core(id, batch))
 
     def load(self, id: str) -> Awaitable[LoadedSession]:
@@ -211,10 +219,11 @@ class PersistenceCoordinator:
         return asyncio.get_running_loop().create_task(self._flush(session))
 
     def _buffer(self, session: Session, event: SessionEvent) -> None:
+        """Buffer the snapshot of a logged event: its encoding (see :func:`encode_event`)."""
         buffer = self._buffers.get(session)
         if buffer is None:
             buffer = self._buffers[session] = []
-        buffer.append(json_snapshot(event))
+        buffer.append(encode_event(event))
 
     def _init_settled(self, session: Session, task: asyncio.Task[None]) -> None:
         error = None if task.cancelled() else task.exception()
@@ -235,9 +244,9 @@ class PersistenceCoordinator:
         id = session.header["id"]
         state = self._states.get(id)
         cursor = 0 if state is None else state.cursor
-        fresh = [event for event in batch if event["seq"] >= cursor]
+        fresh = [record for record in batch if record[1] >= cursor]
         if fresh:
-            await self._append_core(id, fresh)
+            await self._append_core(id, EncodedEvents(fresh))
         del buffer[: len(batch)]
 
     async def _adopt(self, session: Session, seed: list[SessionEvent], resumed: _State | None) -> None:
@@ -259,7 +268,7 @@ class PersistenceCoordinator:
         meta = cast(SessionHeader, dict(session.header))
         await self._serialize(id, lambda: self._create_core(meta, owner=session))
         if seed:
-            await self._serialize(id, lambda: self._append_core(id, seed))
+            await self._serialize(id, lambda: self._append_core(id, EncodedEvents.of(seed)))
 
     async def _claim(
         self, id: str, state: _State, session: Session, seed: list[SessionEvent], *, verified: bool
@@ -277,7 +286,7 @@ class PersistenceCoordinator:
         state.loaded = None
         suffix = seed[state.cursor :]
         if suffix:
-            await self._serialize(id, lambda: self._append_core(id, suffix))
+            await self._serialize(id, lambda: self._append_core(id, EncodedEvents.of(suffix)))
 
     async def _adopt_live_prefix(self, session: Session, seed: list[SessionEvent]) -> bool:
         id = session.header["id"]
@@ -296,7 +305,7 @@ class PersistenceCoordinator:
         count = len(stored.events)
         self._states[id] = _State(cast(SessionHeader, dict(stored.meta)), count, True, session)
         if len(seed) > count:
-            await self._append_core(id, seed[count:])
+            await self._append_core(id, EncodedEvents.of(seed[count:]))
         return True
 
     # ------------------------------------------------------------------ chained cores
@@ -322,20 +331,20 @@ class PersistenceCoordinator:
             )
         self._states[id] = _State(meta, 0, False, owner)
 
-    async def _append_core(self, id: str, events: list[SessionEvent]) -> None:
+    async def _append_core(self, id: str, events: EncodedEvents) -> None:
         if not events:
             return
         state = self._states.get(id)
         if state is None:
             await self._load_core(id)
             state = self._states[id]
-        for index, event in enumerate(events):
-            expected = state.cursor + index
-            if event["seq"] != expected:
-                raise PersistenceError(
-                    f'append seq mismatch for "{id}": expected {expected} at index {index}, got {event["seq"]}',
-                    "SEQ_MISMATCH",
-                )
+        seqs = events.seqs
+        if seqs != list(range(state.cursor, state.cursor + len(seqs))):
+            index, seq = next((index, seq) for index, seq in enumerate(seqs) if seq != state.cursor + index)
+            raise PersistenceError(
+                f'append seq mismatch for "{id}": expected {state.cursor + index} at index {index}, got {seq}',
+                "SEQ_MISMATCH",
+            )
         await self._backend.append_batch(state.meta, events, state.materialized)
         state.materialized = True
         state.cursor += len(events)

@@ -67,10 +67,10 @@ class MemoryPersistence(CoordinatedPersistence):
                     "SESSION_EXISTS",
                 )
             self.storage.logs[id] = (json_snapshot(meta), [])
-        self.storage.logs[id][1].extend(json_snapshot(list(events)))
+        self.storage.logs[id][1].extend(self.encoded_batch(events))  # decoded afresh: a copy
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
-        self.storage.logs[meta["id"]][1].extend(json_snapshot(list(closers)))
+        self.storage.logs[meta["id"]][1].extend(self.encoded_batch(closers))
 
     async def delete_stored(self, id: str) -> None:
         self.storage.logs.pop(id, None)

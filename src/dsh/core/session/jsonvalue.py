@@ -233,6 +233,7 @@ def json_snapshot(value: T) -> T:
             return _lean_dict(value)  # type: ignore[arg-type, return-value]
         if kind is list:
             return _lean_list(value)  # type: ignore[arg-type, return-value]
+        return _lean_subclass(value)  # type: ignore[no-any-return]  # frozen logged content, say
     except (_Unusual, RecursionError):
         pass  # a cycle recurses until RecursionError; the careful walk tells it from deep nesting
     return _careful_snapshot(value)

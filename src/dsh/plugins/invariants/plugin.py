@@ -18,7 +18,8 @@ plugin's fiber.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +30,9 @@ from dsh.kernel import Context
 from dsh.plugins.invariants.freeze import freeze_data
 from dsh.plugins.invariants.object_table import ObjectTable
 from dsh.plugins.invariants.trace import SessionTrace, check_event
+
+_set_item: Callable[[Any, str, Any], None] = dict.__setitem__
+"""Sets a key of the logged event dict itself (a plain dict, or a dict subclass that refuses item assignment)."""
 
 name = "invariants"
 inject = [SESSIONS.name]
@@ -47,7 +51,7 @@ def _freeze_event(event: SessionEvent) -> None:
     data = event.get("data")
     frozen = freeze_data(data)
     if frozen is not data:
-        dict.__setitem__(cast(dict[str, Any], event), "data", frozen)
+        _set_item(event, "data", frozen)
 
 
 def apply(ctx: Context, config: Config) -> None:
@@ -69,8 +73,11 @@ def apply(ctx: Context, config: Config) -> None:
         if trace is None:  # an event emitted for a session the store never announced
             trace = traces[session] = SessionTrace()
         check_event(trace, event)
-        if freeze:
-            _freeze_event(event)
+        if freeze:  # _freeze_event, inlined: this runs for every streamed chunk
+            data = event.get("data")
+            frozen = freeze_data(data)
+            if frozen is not data:
+                _set_item(event, "data", frozen)
 
     def on_status(agent: Agent, status: AgentStatus) -> None:
         previous = statuses.get(agent)

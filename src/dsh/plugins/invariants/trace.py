@@ -18,6 +18,7 @@ from dsh.core.errors import InvariantError
 
 _STEP_SCOPED = frozenset({"step/end", "assistant/message", "tool/call", "tool/result"})
 _NO_DATA: Mapping[str, Any] = MappingProxyType({})
+_MAPPINGS = (dict, Mapping)  # a tuple: ``dict | Mapping`` would build a union object on every call
 
 
 class SessionTrace:
@@ -56,7 +57,7 @@ def check_event(trace: SessionTrace, event: Mapping[str, Any]) -> None:
     trace.last_seq = seq
     kind = event.get("type")
     raw = event.get("data")
-    data: Mapping[str, Any] = raw if isinstance(raw, dict | Mapping) else _NO_DATA
+    data: Mapping[str, Any] = raw if isinstance(raw, _MAPPINGS) else _NO_DATA
     if kind == "assistant/chunk":  # by far the most frequent event: checked first, inline
         if trace.open_step is None or data.get("turn") != trace.open_turn or data.get("step") != trace.open_step:
             _check_step_scoped(trace, kind, data)  # raises, naming the mismatch

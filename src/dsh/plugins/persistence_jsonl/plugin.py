@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import cast
@@ -19,7 +19,7 @@ from dsh.core.persistence import (
     escape_lone_surrogates,
     run_blocking,
 )
-from dsh.core.session import SessionEvent, SessionHeader, header_line, session_event_line
+from dsh.core.session import SessionEvent, SessionHeader, header_line
 from dsh.kernel import Context
 from dsh.plugins.persistence_jsonl.files import (
     append_durably,
@@ -51,10 +51,6 @@ def _encode_lines(lines: Sequence[str]) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: write it as a JSON escape
         return escape_lone_surrogates(text).encode("utf-8")
-
-
-def _event_lines(events: Iterable[SessionEvent]) -> bytes:
-    return _encode_lines([session_event_line(event) for event in events])
 
 
 class SessionPersistenceJsonl(CoordinatedPersistence):
@@ -201,7 +197,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         id = meta["id"]
         path = log_path(self.root, meta.get("cwd"), id)
-        lines = [session_event_line(event) for event in events]
+        lines = self.encoded_batch(events).lines()
         if not materialized:
             lines.insert(0, header_line(meta))
         await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized))
@@ -209,7 +205,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         id = meta["id"]
         path = log_path(self.root, meta.get("cwd"), id)
-        data = _event_lines(closers) if closers else b""
+        data = _encode_lines(self.encoded_batch(closers).lines()) if closers else b""
         await run_blocking(None, partial(self._repair, id, path, torn_marker, data))
 
     async def delete_stored(self, id: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -22,7 +22,7 @@ from dsh.core.persistence import (
     paused_gc,
     run_blocking,
 )
-from dsh.core.session import SessionEvent, SessionHeader, dumps_json
+from dsh.core.session import SessionEvent, SessionHeader
 from dsh.kernel import Context
 from dsh.plugins.persistence_sqlite.scan import scan_rows
 from dsh.plugins.persistence_sqlite.schema import open_database
@@ -60,11 +60,9 @@ _Row: TypeAlias = tuple[str, int, str, int, str]
 """An ``events`` row to insert: ``(session_id, seq, type, time, data)``."""
 
 
-def _rows(id: str, events: Sequence[SessionEvent]) -> list[_Row]:
-    return [
-        (id, event["seq"], event["type"], event["time"], escape_lone_surrogates(dumps_json(event["data"])))
-        for event in events
-    ]
+def _rows(id: str, records: Iterable[tuple[str, int, int, str]]) -> list[_Row]:
+    """The ``events`` rows of encoded events ``(type, seq, time, data)`` (see ``encoded_batch``)."""
+    return [(id, seq, kind, time, escape_lone_surrogates(data)) for kind, seq, time, data in records]
 
 
 class SessionPersistenceSqlite(CoordinatedPersistence):
@@ -192,12 +190,15 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         return await self._run(f'reading session "{id}"', partial(self._read, id))
 
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
-        rows = _rows(meta["id"], events)
+        rows = _rows(meta["id"], self.encoded_batch(events).records)
         await self._run(f'writing session "{meta["id"]}"', partial(self._write_batch, meta, rows, materialized))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         id = meta["id"]
-        await self._run(f'repairing session "{id}"', partial(self._repair, id, torn_marker, _rows(id, closers)))
+        await self._run(
+            f'repairing session "{id}"',
+            partial(self._repair, id, torn_marker, _rows(id, self.encoded_batch(closers).records)),
+        )
 
     async def delete_stored(self, id: str) -> None:
         await self._run(f'deleting session "{id}"', partial(self._delete, id))
