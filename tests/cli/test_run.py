@@ -135,9 +135,15 @@ async def test_sigint_mid_stream_aborts_the_turn_and_exits_130(
     server.add(Reply([TextDelta("partial")], ending="stall"))
     running = asyncio.ensure_future(amain(run_args(sessions_root, workspace, "hang")))
     await server.wait_for_requests(1)
+    out = err = ""
+    while "partial" not in out:  # the streamed text is on screen before the Ctrl-C
+        await asyncio.sleep(0)
+        captured = capsys.readouterr()
+        out, err = out + captured.out, err + captured.err
     os.kill(os.getpid(), signal.SIGINT)
     assert await running == EXIT_INTERRUPTED
-    out, err = capsys.readouterr()
+    captured = capsys.readouterr()
+    out, err = out + captured.out, err + captured.err
     assert out == "partial\n"
     assert "interrupting the turn" in err
     assert "dsh: turn 1 ended: aborted (interrupted)" in err
