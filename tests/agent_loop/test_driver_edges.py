@@ -4,6 +4,7 @@ missing services, spurious wake-ups, and the race helper itself."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -184,12 +185,126 @@ async def test_race_abort_lets_the_callers_own_cancellation_through() -> None:
 async def test_race_abort_raises_step_aborted_for_a_pre_aborted_signal() -> None:
     controller = AbortController()
     controller.abort("early")
+    ran: list[bool] = []
 
     async def work() -> int:
+        ran.append(True)
         return 1
 
+    coro = work()
     with pytest.raises(StepAbortedError, match="early"):
+        await race_abort(coro, controller.signal)
+    assert ran == []
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
+
+
+async def test_race_abort_returns_the_work_value_and_raises_its_failure_unchanged() -> None:
+    """(extra) a finished work's value comes back; its exception is raised as it is."""
+    signal = AbortController().signal
+    failure = ValueError("tool broke")
+
+    async def value() -> int:
+        await asyncio.sleep(0)
+        return 7
+
+    async def broken() -> int:
+        raise failure
+
+    assert await race_abort(value(), signal) == 7
+    with pytest.raises(ValueError) as raised:
+        await race_abort(broken(), signal)
+    assert raised.value is failure
+
+
+async def test_race_abort_interrupts_pending_work_at_once_when_the_signal_fires() -> None:
+    """(extra) the abort cancels the awaited work; the reason becomes the error message."""
+    controller = AbortController()
+    started = asyncio.Event()
+    seen: list[str] = []
+
+    async def stalled() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    async def interrupt() -> None:
+        await started.wait()
+        controller.abort("user interrupt")
+
+    interrupter = asyncio.ensure_future(interrupt())
+    with pytest.raises(StepAbortedError, match=r"^user interrupt$"):
+        await race_abort(stalled(), controller.signal)
+    await interrupter
+    assert seen == ["cancelled"]
+
+
+async def test_race_abort_counts_work_aborted_before_it_ever_ran_as_aborted() -> None:
+    """(extra) a signal firing between the work task's creation and its first step: aborted, work closed."""
+    controller = AbortController()
+    ran: list[bool] = []
+
+    async def work() -> int:
+        ran.append(True)
+        return 1
+
+    coro = work()
+    asyncio.get_running_loop().call_soon(controller.abort, "too soon")  # runs before the work task's first step
+    with pytest.raises(StepAbortedError, match=r"^too soon$"):
+        await race_abort(coro, controller.signal)
+    assert ran == []
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
+
+
+async def test_race_abort_counts_work_that_aborts_then_returns_without_awaiting_as_aborted() -> None:
+    """(extra) an abort fired by the work itself wins over the value it then returns."""
+    controller = AbortController()
+
+    async def work() -> int:
+        controller.abort("from inside")
+        return 1
+
+    with pytest.raises(StepAbortedError, match=r"^from inside$"):
         await race_abort(work(), controller.signal)
+
+
+async def test_race_abort_lets_the_callers_cancellation_through_even_if_the_work_swallows_it() -> None:
+    """(extra) work that ignores its cancellation cannot hide the caller's own cancellation."""
+    controller = AbortController()
+    started = asyncio.Event()
+
+    async def stubborn() -> int:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return 1
+        return 0  # pragma: no cover - the wait above only ends by cancellation
+
+    outer = asyncio.ensure_future(race_abort(stubborn(), controller.signal))
+    await started.wait()
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert outer.cancelled()
+
+
+async def test_race_abort_lets_the_callers_cancellation_through_after_the_work_finished() -> None:
+    """(extra) a caller cancelled between the work's end and its own resumption is still cancelled."""
+    controller = AbortController()
+    outer: asyncio.Future[int] | None = None
+
+    async def work() -> int:
+        assert outer is not None
+        asyncio.get_running_loop().call_soon(outer.cancel)  # lands after the work is done, before the caller wakes
+        return 1
+
+    outer = asyncio.ensure_future(race_abort(work(), controller.signal))
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert outer.cancelled()
 
 
 async def test_when_idle_waiters_that_were_cancelled_are_skipped_on_settle() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
@@ -261,6 +262,41 @@ async def test_attribution_holds_for_async_generator_methods() -> None:
         await stream.athrow(ValueError("stop"))
     await stream.aclose()
     assert caller.effect_count == 2
+    await caller.dispose()
+    assert unwrap(root[REGISTRY]).items == []
+
+
+async def test_a_stream_iterated_by_its_callers_own_code_steps_the_generator_without_a_wrapper() -> None:
+    """(extra) iterated on behalf of the caller's fiber (any of its contexts), a step is the generator's own
+    step; iterated on behalf of another fiber, each step is switched to the caller. Attribution is the same."""
+    root = Context()
+    await root.plugin(Registry)
+    await root.plugin(Forwarder)
+    caller = await plugin(root, "caller", ["forwarder"])
+    other = await plugin(root, "other")
+    handle = caller.ctx[FORWARDER]
+
+    async def consume(items: list[object]) -> tuple[list[bool], list[object]]:
+        stream = handle.stream(items)
+        wrapped: list[bool] = []
+        seen: list[object] = []
+        while True:
+            step = stream.__anext__()
+            wrapped.append(inspect.iscoroutine(step))
+            try:
+                seen.append(await step)
+            except StopAsyncIteration:
+                return wrapped, seen
+
+    own_wrapped, own_seen = await caller.ctx.lenient.spawn(consume(["a", "b"]))
+    other_wrapped, other_seen = await other.ctx.spawn(consume(["c"]))
+
+    assert own_wrapped == [False, False, False]
+    assert other_wrapped == [True, True]
+    assert all(item.fiber is caller for item in [*own_seen, *other_seen])  # type: ignore[attr-defined]
+    assert unwrap(root[REGISTRY]).items == ["a", "b", "c"]
+    assert caller.effect_count == 3
+    assert other.effect_count == 0
     await caller.dispose()
     assert unwrap(root[REGISTRY]).items == []
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,7 +37,7 @@ from dsh.core.errors import HarnessError, error_code, error_message, to_error
 from dsh.core.llm import LLM, BlockAssembler, FinishReason, GenerateOptions, Message
 from dsh.core.session import SESSION_FLUSH, ErrorReason, TurnEndReason, last_turn_number
 from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
-from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult
+from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
 from dsh.kernel import AbortController, AbortSignal, ServiceKey
 
 if TYPE_CHECKING:
@@ -78,44 +78,53 @@ async def _value(value: T) -> T:
     return value
 
 
-def _finished(task: asyncio.Task[Any]) -> asyncio.Future[None]:
-    """A future that resolves (never fails) once ``task`` is done.
+async def _reported(work: Awaitable[T]) -> tuple[bool, Any]:
+    """Await ``work`` and report how it ended instead of raising: ``(True, value)`` or ``(False, error)``.
 
-    Awaiting it is ``await asyncio.wait((task,))`` without the sets and the extra
-    coroutine (a quarter of :func:`race_abort`'s cost, paid per model and tool call).
+    A task running this finishes normally even when ``work`` fails or is cancelled,
+    so whoever awaits the task is resumed with a value, never by a thrown exception.
     """
-    waiter: asyncio.Future[None] = task.get_loop().create_future()
-
-    def wake(_task: asyncio.Task[Any]) -> None:
-        if not waiter.done():  # a waiter cancelled with its awaiting task stays cancelled
-            waiter.set_result(None)
-
-    task.add_done_callback(wake)
-    return waiter
+    try:
+        return True, await work
+    except (Exception, asyncio.CancelledError) as error:
+        return False, error
 
 
 async def race_abort(work: Coroutine[Any, Any, T], signal: AbortSignal) -> T:
     """Await ``work``; if ``signal`` fires first, cancel it and raise :class:`StepAbortedError`.
 
-    The work runs as its own task (so the abort can interrupt it at once) and its
-    outcome is read once it is done, so a failure is raised here as an ordinary
+    The work runs as its own task (so the abort can interrupt it at once) that
+    reports its outcome as a value, and a failure is raised here as an ordinary
     exception rather than thrown into the awaiting coroutine chain (CPython 3.11
     drops trace events for frames resumed by a throw, which would hide these lines
-    from coverage). Cancelling the caller cancels the work and waits for it.
+    from coverage). A work task cancelled before it could report (the signal fired
+    before it ran, or while it finished without awaiting again) counts as aborted.
+    Cancelling the caller cancels the work and waits for it; the caller's
+    cancellation is re-raised even if the work swallowed it. ``work`` is closed
+    unstarted when the signal has already fired.
     """
-    task = asyncio.get_running_loop().create_task(work)
-    remove = signal.add_callback(task.cancel)  # fires at once if already aborted
+    if signal.aborted:
+        work.close()
+        raise StepAbortedError(abort_reason(signal))
+    caller = asyncio.current_task()
+    assert caller is not None, "race_abort runs inside a task"
+    cancels = caller.cancelling()
+    task = caller.get_loop().create_task(_reported(work))
+    remove = signal.add_callback(task.cancel)
     try:
-        await _finished(task)
-    except asyncio.CancelledError:
-        task.cancel()
-        await _finished(task)
-        raise
+        finished, value = await task
+    except asyncio.CancelledError as cancelled:
+        work.close()  # never started if the task was cancelled before its first step
+        finished, value = False, cancelled
     finally:
         remove()
-    if task.cancelled():
-        raise StepAbortedError(abort_reason(signal))
-    return task.result()
+    if caller.cancelling() > cancels:  # the caller itself is being cancelled
+        raise value if isinstance(value, asyncio.CancelledError) else asyncio.CancelledError()
+    if finished:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, Exception):
+        raise value
+    raise StepAbortedError(abort_reason(signal))
 
 
 def _without_tool_calls(message: Message) -> Message:
@@ -322,14 +331,18 @@ class TurnRun:
             if self.close_step():
                 return
             default = outcome.had_tool_calls or steered
-            try:
-                decision = await _settle(
-                    agent.ctx.waterfall(AGENT_TURN_CONTINUATION, agent, turn, default, inner=partial(_value, default))
-                )
-            except Exception as error:
-                self.fail_turn(to_error(error))
-                return
-            cont = bool(decision)
+            cont = default
+            if agent.ctx.listener_count(AGENT_TURN_CONTINUATION):
+                try:
+                    decision = await _settle(
+                        agent.ctx.waterfall(
+                            AGENT_TURN_CONTINUATION, agent, turn, default, inner=partial(_value, default)
+                        )
+                    )
+                except Exception as error:
+                    self.fail_turn(to_error(error))
+                    return
+                cont = bool(decision)
             if not cont and agent.inbox.has_steering():
                 cont = True
             if agent.is_cancel_requested():
@@ -355,20 +368,26 @@ async def run_step(agent: ReactLoopAgent, turn: int, step: int, signal: AbortSig
     message, finish, usage = await race_abort(_model_phase(agent, turn, step, signal), signal)
     session = agent.session
     ctx = agent.ctx
+    rewrite = ctx.listener_count(AGENT_STEP_RESULT) > 0
     if finish.get("kind") == "max-tokens":
         trimmed = _without_tool_calls(message)
-        produced: Message = await _settle(
-            ctx.waterfall(AGENT_STEP_RESULT, agent, turn, step, trimmed, inner=lambda: _value(trimmed))
-        )
-        produced = _without_tool_calls(produced)
+        produced: Message = trimmed
+        if rewrite:
+            produced = _without_tool_calls(
+                await _settle(
+                    ctx.waterfall(AGENT_STEP_RESULT, agent, turn, step, trimmed, inner=lambda: _value(trimmed))
+                )
+            )
         if produced["content"]:
             session.append("assistant/message", {"turn": turn, "step": step, "content": produced["content"]})
         if usage is not None:
             session.append("usage", {"turn": turn, "step": step, "usage": usage})
         return StepOutcome(False, finish)
-    produced = await _settle(
-        ctx.waterfall(AGENT_STEP_RESULT, agent, turn, step, message, inner=lambda: _value(message))
-    )
+    produced = message
+    if rewrite:
+        produced = await _settle(
+            ctx.waterfall(AGENT_STEP_RESULT, agent, turn, step, message, inner=lambda: _value(message))
+        )
     session.append("assistant/message", {"turn": turn, "step": step, "content": produced["content"]})
     if usage is not None:
         session.append("usage", {"turn": turn, "step": step, "usage": usage})
@@ -385,7 +404,7 @@ async def run_step(agent: ReactLoopAgent, turn: int, step: int, signal: AbortSig
             execution = ToolExecution(
                 call_id=call_id, name=name, arguments=_parse_arguments(raw), agent=agent, signal=signal
             )
-            result = await _execute(tools.execute, execution, signal)
+            result = await _execute(tools, execution, signal)
             data: dict[str, Any] = {
                 "turn": turn,
                 "step": step,
@@ -401,18 +420,10 @@ async def run_step(agent: ReactLoopAgent, turn: int, step: int, signal: AbortSig
     return StepOutcome(bool(calls), finish)
 
 
-async def _execute(
-    execute: Callable[[ToolExecution], Awaitable[ToolExecutionResult]],
-    execution: ToolExecution,
-    signal: AbortSignal,
-) -> ToolExecutionResult:
+async def _execute(tools: ToolRegistry, execution: ToolExecution, signal: AbortSignal) -> ToolExecutionResult:
     """Run one tool; an abort cancels it and yields an error result (the call still gets its result)."""
-
-    async def run() -> ToolExecutionResult:
-        return await execute(execution)
-
     try:
-        return await race_abort(run(), signal)
+        return await race_abort(tools.execute(execution), signal)
     except StepAbortedError as aborted:
         return ToolExecutionResult(
             call_id=execution.call_id,
@@ -437,7 +448,8 @@ async def _model_phase(
         tools=list(assembly.tools) or None,
         signal=signal,
     )
-    request = await _settle(ctx.waterfall(AGENT_REQUEST, agent, turn, step, request, inner=lambda: _value(request)))
+    if ctx.listener_count(AGENT_REQUEST):
+        request = await _settle(ctx.waterfall(AGENT_REQUEST, agent, turn, step, request, inner=lambda: _value(request)))
     if not request.model:
         raise HarnessError(
             f'agent "{agent.id}" has no model: set AgentOptions.model or supply one via the agent/request waterfall',

@@ -201,14 +201,16 @@ class Context:
         entries = self.runtime.listeners.get(event.name)
         if entries is None:
             return
+        enter = current_context.set
+        leave = current_context.reset
         for listener, owner, _ in entries:
-            token = current_context.set(owner)
+            token = enter(owner)
             try:
                 result = listener(*args, **kwargs)
                 if result is not None and isinstance(result, Coroutine):
                     owner.fiber.spawn(result, event.name)
             finally:
-                current_context.reset(token)
+                leave(token)
 
     async def parallel(self, event: ParallelEvent[P], *args: P.args, **kwargs: P.kwargs) -> None:
         """Start every listener, await them all, raise the first failure.

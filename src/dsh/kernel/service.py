@@ -80,23 +80,30 @@ async def _as_caller(awaitable: Awaitable[Any], ctx: Context) -> Any:
 
 
 class _CallerStream(AsyncGenerator[Any, Any]):
-    """An async generator whose body runs on behalf of ``ctx`` at every step."""
+    """An async generator whose body runs on behalf of ``ctx`` at every step.
 
-    __slots__ = ("_ctx", "_gen")
+    A step requested by code already acting for ``ctx``'s fiber (the usual
+    ``async for`` in the caller's own task) is the generator's own step, with no
+    wrapper: every context of one fiber resolves to the same caller (its lenient
+    twin), so there is nothing to switch. The check is made when the step is
+    requested (``__anext__`` is called), which ``async for`` does as it awaits it.
+    """
+
+    __slots__ = ("_ctx", "_fiber", "_gen")
 
     def __init__(self, gen: AsyncGenerator[Any, Any], ctx: Context) -> None:
         self._gen = gen
         self._ctx = ctx
+        self._fiber = ctx.fiber
 
     def __aiter__(self) -> _CallerStream:
         return self
 
-    async def __anext__(self) -> Any:
-        token = current_context.set(self._ctx)
-        try:
-            return await self._gen.__anext__()
-        finally:
-            current_context.reset(token)
+    def __anext__(self) -> Coroutine[Any, Any, Any]:
+        caller = current_context.get()
+        if caller is not None and caller.fiber is self._fiber:
+            return self._gen.__anext__()
+        return _as_caller(self._gen.__anext__(), self._ctx)
 
     async def asend(self, value: Any) -> Any:
         return await _as_caller(self._gen.asend(value), self._ctx)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -240,7 +241,30 @@ async def test_sections_are_shallow_copies_sharing_the_text_callable(root: Conte
     assembly = await root[SYSTEM_PROMPT].assemble()
 
     assert assembly.sections[0] is not section
+    assert assembly.sections[0] == section
+    assert type(assembly.sections[0]) is PromptSection
     assert assembly.sections[0].text is dynamic
+
+
+async def test_a_section_subclass_is_copied_as_itself_with_its_own_attributes(root: Context) -> None:
+    """(extra) a PromptSection subclass snapshot keeps its class and extra state (``copy.copy`` semantics)"""
+
+    @dataclass
+    class Tagged(PromptSection):
+        tag: str = "plain"
+
+    section = Tagged("tagged", 0, "text", tag="special")
+    section.note = "instance attribute"  # type: ignore[attr-defined]
+    root[SYSTEM_PROMPT].section(section)
+
+    [copied] = (await root[SYSTEM_PROMPT].assemble()).sections
+
+    assert copied is not section
+    assert type(copied) is Tagged
+    assert copied == section
+    assert copied.note == "instance attribute"  # type: ignore[attr-defined]
+    copied.tag = "mutated"
+    assert section.tag == "special"
 
 
 async def test_sorts_stably_so_equal_orders_keep_registration_order(root: Context) -> None:

@@ -71,6 +71,29 @@ async def test_registers_tools_exposes_schemas_and_feeds_the_system_prompt_assem
     assert (await root[SYSTEM_PROMPT].assemble()).tools == [expected]
 
 
+async def test_the_assembly_gets_its_own_copy_of_registered_parameters(root: Context) -> None:
+    """(extra) the registry announces its schemas uncopied and the assembly copies them once: mutating one
+    assembly touches neither the registered definition nor the next assembly; strict is announced"""
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    definition = ToolDefinition(
+        name="read", description="read", parameters=parameters, execute=text_tool("x").execute, strict=True
+    )
+    root[TOOLS].register(definition)
+
+    first = await root[SYSTEM_PROMPT].assemble()
+    [schema] = first.tools
+    assert schema == {"name": "read", "description": "read", "parameters": parameters, "strict": True}
+    assert schema["parameters"] is not parameters
+    schema["parameters"]["properties"]["path"]["type"] = "number"
+    schema["parameters"]["required"].append("extra")
+    schema["description"] = "mutated"
+
+    [again] = (await root[SYSTEM_PROMPT].assemble()).tools
+    assert again == {"name": "read", "description": "read", "parameters": parameters, "strict": True}
+    assert parameters == {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert definition.description == "read"
+
+
 async def test_schemas_drops_the_ui_presentation_callbacks_they_must_never_reach_the_model(
     root: Context,
 ) -> None:

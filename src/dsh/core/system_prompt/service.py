@@ -56,6 +56,19 @@ def _snapshot_schema(schema: ToolSchema) -> ToolSchema:
     return copied
 
 
+def _copy_section(section: PromptSection) -> PromptSection:
+    """A shallow copy of ``section`` (what ``copy.copy`` gives, without its generic dispatch)."""
+    if type(section) is not PromptSection:  # a subclass may define its own copying
+        return copy.copy(section)
+    clone = object.__new__(PromptSection)
+    clone.__dict__.update(section.__dict__)
+    return clone
+
+
+def _order(section: PromptSection) -> float:
+    return section.order
+
+
 async def _resolved(assembly: PromptAssembly) -> PromptAssembly:
     return assembly
 
@@ -101,13 +114,16 @@ class SystemPrompt(Service):
 
         Sections are shallow copies (a callable ``text`` is shared) sorted stably by
         ``order``; tool schemas are shallow copies with deep-copied ``parameters``,
-        concatenated in provider registration order. A raise from a provider or a
-        listener propagates.
+        concatenated in provider registration order (every provider is called on
+        every assembly). A raise from a provider or a listener propagates.
         """
-        sections = sorted((copy.copy(section) for section in self._sections), key=lambda section: section.order)
+        sections = sorted(map(_copy_section, self._sections), key=_order)
         tools = [_snapshot_schema(schema) for provider in tuple(self._providers) for schema in provider()]
         assembly = PromptAssembly(sections=sections, tools=tools)
-        return await self.ctx.waterfall(SYSTEM_PROMPT_ASSEMBLE, assembly, inner=lambda: _resolved(assembly))
+        ctx = self.ctx
+        if not ctx.listener_count(SYSTEM_PROMPT_ASSEMBLE):
+            return assembly
+        return await ctx.waterfall(SYSTEM_PROMPT_ASSEMBLE, assembly, inner=lambda: _resolved(assembly))
 
 
 SYSTEM_PROMPT: ServiceKey[SystemPrompt] = ServiceKey("system_prompt")

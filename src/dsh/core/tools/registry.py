@@ -26,7 +26,7 @@ from dsh.kernel import Context, Disposer, Effect, Service, ServiceKey
 class ToolRegistry(Service):
     """Class plugin providing :data:`TOOLS`; needs ``system_prompt``, no config.
 
-    On construction it announces :meth:`schemas` to the system prompt as a tool
+    On construction it announces its tools' schemas to the system prompt as a tool
     provider owned by the registry's own fiber.
     """
 
@@ -35,7 +35,15 @@ class ToolRegistry(Service):
     def __init__(self, ctx: Context, config: object = None) -> None:
         super().__init__(ctx, TOOLS)
         self._tools: dict[str, ToolDefinition] = {}
-        ctx[SYSTEM_PROMPT].tools(lambda: self.schemas())
+        ctx[SYSTEM_PROMPT].tools(self._announce)
+
+    def _announce(self) -> list[ToolSchema]:
+        """What :meth:`schemas` returns, sharing each definition's ``parameters``.
+
+        Only for the system prompt, whose assembly deep-copies the ``parameters`` of
+        every schema a provider gives it: copying here as well would copy twice.
+        """
+        return [_allowlisted(tool, tool.parameters) for tool in self._tools.values()]
 
     def register(self, definition: ToolDefinition) -> Effect:
         """Register ``definition`` until the returned effect (or the caller's fiber) is disposed.
@@ -72,17 +80,7 @@ class ToolRegistry(Service):
         Each is ``{name, description, parameters[, strict]}`` with ``parameters``
         deep-copied; presenters and ``execute`` never leak to the model.
         """
-        schemas: list[ToolSchema] = []
-        for tool in self._tools.values():
-            schema: ToolSchema = {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": copy.deepcopy(tool.parameters),
-            }
-            if tool.strict is not None:
-                schema["strict"] = tool.strict
-            schemas.append(schema)
-        return schemas
+        return [_allowlisted(tool, copy.deepcopy(tool.parameters)) for tool in self._tools.values()]
 
     async def execute(self, execution: ToolExecution) -> ToolExecutionResult:
         """Run one call through the ``tools/execute`` waterfall; never raises ``Exception``.
@@ -92,23 +90,35 @@ class ToolRegistry(Service):
         (``asyncio.CancelledError``) propagates untouched.
         """
 
-        async def inner() -> ToolExecutionResult:
-            try:
-                tool = self._tools.get(execution.name)
-                if tool is None:
-                    raise ToolNotFoundError(execution.name)
-                content = await tool.execute(execution.arguments, execution)
-            except Exception as error:
-                return tool_error_result(execution.call_id, error)
-            return ToolExecutionResult(call_id=execution.call_id, content=content, is_error=False)
-
+        ctx = self.ctx
+        if not ctx.listener_count(TOOLS_EXECUTE):
+            return await self._run(execution)
         try:
-            result: Any = self.ctx.waterfall(TOOLS_EXECUTE, execution, inner=inner)
+            result: Any = ctx.waterfall(TOOLS_EXECUTE, execution, inner=lambda: self._run(execution))
             if inspect.isawaitable(result):
                 result = await result
         except Exception as error:
             return tool_error_result(execution.call_id, error)
         return result  # type: ignore[no-any-return]
+
+    async def _run(self, execution: ToolExecution) -> ToolExecutionResult:
+        """The end of the waterfall: look the tool up and run it; any failure becomes an error result."""
+        try:
+            tool = self._tools.get(execution.name)
+            if tool is None:
+                raise ToolNotFoundError(execution.name)
+            content = await tool.execute(execution.arguments, execution)
+        except Exception as error:
+            return tool_error_result(execution.call_id, error)
+        return ToolExecutionResult(call_id=execution.call_id, content=content, is_error=False)
+
+
+def _allowlisted(tool: ToolDefinition, parameters: dict[str, Any]) -> ToolSchema:
+    """The model-facing fields of ``tool``: ``{name, description, parameters[, strict]}``."""
+    schema: ToolSchema = {"name": tool.name, "description": tool.description, "parameters": parameters}
+    if tool.strict is not None:
+        schema["strict"] = tool.strict
+    return schema
 
 
 TOOLS: ServiceKey[ToolRegistry] = ServiceKey("tools")
