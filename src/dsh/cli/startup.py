@@ -1,9 +1,9 @@
 """Start-up trimming for the ``dsh`` process: imports a command never uses are not paid for.
 
-``import httpx`` (which the DeepSeek adapter needs) also imports httpx's own
+``import httpx`` (which the OpenAI SDK behind ``llm-openai`` needs) also imports httpx's own
 command-line tool, ``httpx._main``, and with it click, rich and pygments whenever
-they are installed (rich is, for ``dsh chat``): some 20-30 ms of every ``dsh run``
-before the first request. :func:`defer_httpx_cli` registers a stand-in
+they are installed (rich is, for ``dsh chat``): some 20-30 ms of every run on that
+profile before its first request. :func:`defer_httpx_cli` registers a stand-in
 ``httpx._main`` whose ``main`` imports the real tool on its first call, so httpx
 itself is unchanged and its tool still works if something runs it.
 

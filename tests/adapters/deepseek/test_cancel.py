@@ -10,22 +10,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-import httpx
 import pytest
 
 from dsh.adapters.deepseek import DeepSeekAdapter
+from dsh.adapters.http import ConnectError, HttpClient
 from dsh.core.llm import StreamChunk
 from dsh.kernel import AbortController, AbortError, aborted_signal
 from dsh.testing.wire import Reply, Silence, TextDelta, WireServer, text_reply
-from tests.adapters.deepseek.helpers import collect, kinds, options
+from tests.adapters.deepseek.helpers import FakeClient, FakeResponse, collect, kinds, options, source
 
 KEY = "sk-test"
 STALL = Reply([TextDelta("partial")], ending="stall")
 
 
-def one_connection_client() -> httpx.AsyncClient:
-    """A pool of one connection with a short pool timeout: a leaked connection fails the next call fast."""
-    return httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=httpx.Timeout(5.0))
+def one_connection_client() -> HttpClient:
+    """A client that keeps at most one idle connection and gives up on a silent server after 5 s."""
+    return HttpClient(max_idle_per_origin=1, read_timeout=5.0)
 
 
 def other_tasks() -> set[asyncio.Task[object]]:
@@ -135,32 +135,16 @@ async def test_cancelling_the_consumer_task_while_waiting_for_the_answer_closes_
         await server.wait_for_connections(0)
 
 
-class _Body(httpx.AsyncByteStream):
-    """A response body that records its closing."""
-
-    def __init__(self) -> None:
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield b"data: [DONE]\n\n"
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
 async def test_an_answer_that_lands_while_the_consumer_is_cancelled_is_closed() -> None:
     """a response arriving while the consumer is being cancelled is closed, not leaked"""
-    body = _Body()
+    body = FakeResponse(source([b"data: [DONE]\n\n"]))
     consumer: list[asyncio.Task[object]] = []
 
-    async def network(request: httpx.Request) -> httpx.Response:
+    async def network(url: str) -> FakeResponse:
         consumer[0].cancel()  # the consumer is cancelled while the answer arrives
-        return httpx.Response(200, stream=body)
+        return body
 
-    async with (
-        httpx.AsyncClient(transport=httpx.MockTransport(network)) as client,
-        DeepSeekAdapter(KEY, "http://deepseek.test", client=client) as adapter,
-    ):
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
         task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
         consumer.append(task)
         with pytest.raises(asyncio.CancelledError):
@@ -172,14 +156,11 @@ async def test_a_failure_that_lands_while_the_consumer_is_cancelled_is_dropped()
     """a request failing while the consumer is being cancelled surfaces only the cancellation"""
     consumer: list[asyncio.Task[object]] = []
 
-    async def network(request: httpx.Request) -> httpx.Response:
+    async def network(url: str) -> FakeResponse:
         consumer[0].cancel()
-        raise httpx.ConnectError("refused", request=request)
+        raise ConnectError("refused", url=url)
 
-    async with (
-        httpx.AsyncClient(transport=httpx.MockTransport(network)) as client,
-        DeepSeekAdapter(KEY, "http://deepseek.test", client=client) as adapter,
-    ):
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
         task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
         consumer.append(task)
         with pytest.raises(asyncio.CancelledError):
@@ -190,18 +171,14 @@ async def test_body_bytes_that_land_while_the_consumer_is_cancelled_are_dropped(
     """body bytes arriving while the consumer is being cancelled are dropped; only the cancellation surfaces"""
     consumer: list[asyncio.Task[object]] = []
 
-    class Body(httpx.AsyncByteStream):
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            consumer[0].cancel()
-            yield b'data: {"choices":[]}\n\n'
+    async def body() -> AsyncIterator[bytes]:
+        consumer[0].cancel()
+        yield b'data: {"choices":[]}\n\n'
 
-    async def network(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, stream=Body())
+    async def network(url: str) -> FakeResponse:
+        return FakeResponse(body())
 
-    async with (
-        httpx.AsyncClient(transport=httpx.MockTransport(network)) as client,
-        DeepSeekAdapter(KEY, "http://deepseek.test", client=client) as adapter,
-    ):
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
         task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
         consumer.append(task)
         with pytest.raises(asyncio.CancelledError):

@@ -1,19 +1,21 @@
-"""The adapter's own HTTP client: built off the event loop when the plugin loads, or on first use.
+"""The adapter's own HTTP client: created when the plugin loads, its TLS set up off the event loop.
 
-Building an ``httpx.AsyncClient`` loads the CA bundle (tens of milliseconds); the plugin
-starts that in a worker thread so it overlaps the rest of the boot.
+Loading a CA bundle takes tens of milliseconds; for an ``https`` base URL the plugin starts
+that in a worker thread so it overlaps the rest of the boot. A plain ``http`` base URL
+needs no TLS and starts nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 
-import httpx
 import pytest
 
 import dsh.adapters.deepseek as deepseek
 from dsh.adapters.deepseek import DeepSeekAdapter
+from dsh.adapters.http import HttpClient, TlsSetupError
 from dsh.core.errors import LlmError
 from dsh.core.llm import LlmService
 from dsh.kernel import Context
@@ -27,14 +29,22 @@ def other_tasks() -> set[asyncio.Task[object]]:
     return {task for task in asyncio.all_tasks() if task is not asyncio.current_task()}
 
 
-async def test_the_plugin_builds_the_client_in_a_worker_thread_and_streams_through_it(
+def closed_port() -> int:
+    """A local port nothing listens on (a request there would be refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_the_plugin_streams_through_one_pooled_connection_and_starts_no_task_for_http(
     root: Context, llm: LlmService, server: WireServer, clean_env: pytest.MonkeyPatch
 ) -> None:
-    """loading llm-deepseek starts the client build off the loop; the first call uses that client"""
-    server.add(text_reply("prepared"), text_reply("again"))
+    """an http base URL needs no TLS: loading starts no task; calls share one keep-alive connection"""
+    server.add(text_reply("first"), text_reply("again"))
     fiber = await root.plugin(deepseek, {"apiKey": KEY, "baseURL": server.base_url})
-    assert len(other_tasks()) == 1  # the build, running in a worker thread
-    for word in ("prepared", "again"):
+    assert other_tasks() == set()
+    for word in ("first", "again"):
         result = await llm.generate(options())
         assert result.message["content"] == [{"type": "text", "text": word}]
     assert server.total_connections == 1
@@ -43,60 +53,50 @@ async def test_the_plugin_builds_the_client_in_a_worker_thread_and_streams_throu
     assert other_tasks() == set()
 
 
-async def test_unloading_before_any_call_waits_for_the_build_and_closes_the_client(
+async def test_an_https_base_URL_loads_the_CA_bundle_in_a_worker_thread(
     root: Context, llm: LlmService, clean_env: pytest.MonkeyPatch
 ) -> None:
-    """a plugin unloaded right after loading leaves no task and no client behind"""
-    fiber = await root.plugin(deepseek, {"apiKey": KEY})
+    """loading llm-deepseek for https starts the TLS setup off the loop; unloading waits for it"""
+    fiber = await root.plugin(deepseek, {"apiKey": KEY, "baseURL": f"https://127.0.0.1:{closed_port()}"})
     adapter = fiber.instance
     assert isinstance(adapter, DeepSeekAdapter)
+    assert len(other_tasks()) == 1  # the TLS setup, running in a worker thread
     await fiber.dispose()
     assert other_tasks() == set()
-    adapter.prepare()  # a closed adapter builds nothing
+    adapter.prepare()  # a closed adapter prepares nothing
     assert other_tasks() == set()
     with pytest.raises(LlmError) as caught:
         await collect(adapter.stream(options()))
     assert caught.value.code == "CLOSED"
 
 
-async def test_prepare_is_idempotent_and_a_given_client_is_never_replaced(server: WireServer) -> None:
-    """prepare() starts one build at most, and none for a caller's client"""
-    owned = DeepSeekAdapter(KEY, server.base_url)
+async def test_prepare_is_idempotent_and_a_given_client_is_never_replaced_or_closed(server: WireServer) -> None:
+    """prepare() starts one TLS setup at most, and none for a caller's client"""
+    owned = DeepSeekAdapter(KEY, f"https://127.0.0.1:{closed_port()}")
     owned.prepare()
     owned.prepare()
     assert len(other_tasks()) == 1
     await owned.aclose()
     assert other_tasks() == set()
     server.add(text_reply("given"))
-    async with httpx.AsyncClient() as client:
+    async with HttpClient() as client:
         async with DeepSeekAdapter(KEY, server.base_url, client=client) as given:
             given.prepare()
             assert other_tasks() == set()
             assert kinds(await collect(given.stream(options())))[-1] == "finish"
-        assert not client.is_closed
+        assert not client.closed
+    never_used = DeepSeekAdapter(KEY)
+    await never_used.aclose()
 
 
-async def test_a_stream_started_while_the_adapter_closes_during_the_build_is_refused(server: WireServer) -> None:
-    """closing the adapter while a first call waits for the client makes that call fail CLOSED"""
-    adapter = DeepSeekAdapter(KEY, server.base_url)
-    adapter.prepare()
-    pending = asyncio.ensure_future(collect(adapter.stream(options())))
-    await asyncio.sleep(0)  # the call is now waiting for the client being built
-    await adapter.aclose()
-    with pytest.raises(LlmError) as caught:
-        await pending
-    assert caught.value.code == "CLOSED"
-    assert server.requests == []
-
-
-@pytest.mark.parametrize("prepared", [True, False], ids=["built-in-a-thread", "built-on-first-use"])
-async def test_a_client_that_cannot_load_its_CA_bundle_fails_calls_with_NETWORK_naming_the_fix(
-    server: WireServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, prepared: bool
+@pytest.mark.parametrize("prepared", [True, False], ids=["set-up-in-a-thread", "set-up-on-first-use"])
+async def test_a_CA_bundle_that_cannot_be_loaded_fails_calls_with_NETWORK_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, prepared: bool
 ) -> None:
-    """a bad SSL_CERT_FILE fails each call with LlmError NETWORK naming it; closing still works"""
-    missing = tmp_path / "no-such-bundle.pem"
-    monkeypatch.setenv("SSL_CERT_FILE", str(missing))
-    adapter = DeepSeekAdapter(KEY, server.base_url)
+    """a bad SSL_CERT_FILE fails each https call with LlmError NETWORK naming it; closing still works"""
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "no-such-bundle.pem"))
+    base_url = f"https://127.0.0.1:{closed_port()}"
+    adapter = DeepSeekAdapter(KEY, base_url)
     if prepared:
         adapter.prepare()
     for _ in range(2):
@@ -104,8 +104,7 @@ async def test_a_client_that_cannot_load_its_CA_bundle_fails_calls_with_NETWORK_
             await collect(adapter.stream(options()))
         assert caught.value.code == "NETWORK"
         assert "SSL_CERT_FILE" in str(caught.value)
-        assert f"{server.base_url}/chat/completions" in str(caught.value)
-        assert isinstance(caught.value.__cause__, OSError)
+        assert f"{base_url}/chat/completions" in str(caught.value)
+        assert isinstance(caught.value.__cause__, TlsSetupError)
     await adapter.aclose()
-    assert server.requests == []
     assert other_tasks() == set()

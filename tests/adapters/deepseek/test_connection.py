@@ -3,7 +3,7 @@
 A completed stream must hand its connection back to the pool: the pump reads the rest
 of the body after ``[DONE]`` (bounded by ``drain_timeout``) before it closes the
 response. Before this was so, every call opened a new connection and the 101st call of
-a process waited 30 s for httpx's pool and failed.
+a process waited 30 s for its HTTP client's pool and failed.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import asyncio
 import gzip
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from dsh.adapters.deepseek import DeepSeekAdapter
+from dsh.adapters.http import ReadError
 from dsh.core.errors import LlmError
 from dsh.core.llm import StreamChunk
 from dsh.kernel import AbortController, AbortError
 from dsh.testing.wire import Raw, RawBytes, RawResponse, Reply, TextDelta, WireServer, text_reply
-from tests.adapters.deepseek.helpers import collect, kinds, options
+from tests.adapters.deepseek.helpers import FakeClient, FakeResponse, collect, kinds, options, source
 
 KEY = "sk-test"
 DONE_THEN_STALL = Reply([TextDelta("a"), Raw("[DONE]")], ending="stall")
@@ -47,7 +47,7 @@ async def test_sequential_streams_reuse_one_connection() -> None:
 
 
 async def test_150_sequential_calls_through_one_adapter_with_the_default_pool_all_succeed() -> None:
-    """150 calls through one adapter and httpx's default pool of 100 all succeed (no PoolTimeout)"""
+    """150 calls through one adapter and its default client all succeed over one connection"""
     async with WireServer([text_reply("ok")], repeat=True) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
         for number in range(150):
             chunks = await collect(adapter.stream(options(prompt=f"call {number}")))
@@ -208,42 +208,34 @@ async def test_an_abort_between_chunks_of_one_read_stops_the_stream_at_once() ->
         assert caught.value.reason == "now"
 
 
-class _Body(httpx.AsyncByteStream):
-    """A scripted response body; ``close_error`` is raised by ``aclose()``."""
+async def stream_body(body: FakeResponse) -> list[StreamChunk]:
+    async def network(url: str) -> FakeResponse:
+        return body
 
-    def __init__(self, *pieces: bytes, close_error: Exception | None = None) -> None:
-        self.pieces = pieces
-        self.close_error = close_error
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self.pieces:
-            yield piece
-
-    async def aclose(self) -> None:
-        if self.close_error is not None:
-            raise self.close_error
-
-
-async def stream_body(body: _Body) -> list[StreamChunk]:
-    async def network(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, stream=body)
-
-    async with (
-        httpx.AsyncClient(transport=httpx.MockTransport(network)) as client,
-        DeepSeekAdapter(KEY, "http://deepseek.test", client=client) as adapter,
-    ):
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
         return await collect(adapter.stream(options()))
 
 
 async def test_a_body_of_empty_pieces_is_an_empty_response() -> None:
     """empty reads do not count as a body: EMPTY_RESPONSE"""
     with pytest.raises(LlmError) as caught:
-        await stream_body(_Body(b"", b""))
+        await stream_body(FakeResponse(source([b"", b""])))
     assert caught.value.code == "EMPTY_RESPONSE"
 
 
 async def test_a_failure_while_closing_a_complete_response_does_not_fail_the_stream() -> None:
     """once [DONE] arrived, an error from closing the response is not the stream's outcome"""
-    body = _Body(b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n', close_error=httpx.ReadError("x"))
+    body = FakeResponse(
+        source([b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n']), close_error=ReadError("x")
+    )
     chunks = await stream_body(body)
     assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+
+
+async def test_pieces_of_the_body_after_DONE_are_read_to_the_end_and_dropped() -> None:
+    """the body's pieces after [DONE] are drained (so the connection can be pooled), not translated"""
+    body = FakeResponse(source([b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n', b"late", b"r"]))
+    chunks = await stream_body(body)
+    assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+    assert await body.read() == b""
+    assert body.closed

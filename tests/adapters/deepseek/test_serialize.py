@@ -7,6 +7,7 @@ import json
 import pytest
 
 from dsh.adapters.deepseek import RequestDefaults, serialize_messages, serialize_request
+from dsh.adapters.deepseek.serialize import serialize_message
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, Message, ToolCallBlock, ToolResultBlock, text
 from tests.adapters.deepseek.helpers import options, user
@@ -132,6 +133,21 @@ def test_skips_image_blocks_documented_MVP_limitation() -> None:
 def test_emits_an_empty_user_message_rather_than_dropping_block_less_messages() -> None:
     """emits an empty user message rather than dropping block-less messages"""
     assert serialize_messages([{"role": "user", "content": []}]) == [{"role": "user", "content": ""}]
+
+
+def test_serialize_message_maps_one_message_and_serialize_messages_concatenates() -> None:
+    """one message maps to one or more wire messages; a history maps to their concatenation in order"""
+    history: list[Message] = [
+        {"role": "system", "content": [text("rules")]},
+        user("hi"),
+        {"role": "assistant", "content": [{"type": "reasoning", "text": "r"}, call("a", "f", "{}")]},
+        {"role": "user", "content": [text("and"), result("a", "out")]},
+        {"role": "user", "content": [result("b")]},
+    ]
+    mapped = [serialize_message(message) for message in history]
+    assert [len(wire) for wire in mapped] == [1, 1, 1, 2, 1]
+    assert mapped[3] == [{"role": "user", "content": "and"}, {"role": "tool", "tool_call_id": "a", "content": "out"}]
+    assert serialize_messages(history) == [wire for group in mapped for wire in group]
 
 
 # ------------------------------------------------------------------- serializeRequest

@@ -1,25 +1,29 @@
-"""DeepSeek chat-completions over httpx and hand-parsed SSE (SPEC §10).
+"""DeepSeek chat-completions over dsh's own HTTP/1.1 client and hand-parsed SSE (SPEC §10).
 
 This package is the ``llm-deepseek`` plugin (``name``, ``inject``, ``Config``,
 ``apply``): load it with ``ctx.plugin(dsh.adapters.deepseek, {...})`` or by its module
 path in YAML. Its parts are public for embedding and tests:
 
 * :class:`DeepSeekAdapter` -- the :class:`~dsh.core.llm.LlmAdapter`;
-* :func:`serialize_request`, :func:`serialize_messages` -- options to the request body;
+* :func:`serialize_request`, :func:`serialize_messages`, :func:`serialize_message` -- options
+  to the request body; :class:`RequestEncoder` / :func:`encode_request` -- that body as bytes,
+  with and without the cache of encoded messages;
 * :class:`SseParser`, :func:`parse_sse` -- response bytes to event payloads;
 * :class:`StreamTranslator`, :func:`translate`, :func:`map_finish_reason`,
   :func:`map_usage` -- payloads to chunks.
 """
 
 from dsh.adapters.deepseek.adapter import (
+    CONNECT_TIMEOUT,
     DEFAULT_MODELS,
-    DEFAULT_TIMEOUT,
     DRAIN_TIMEOUT,
     PUBLIC_BASE_URL,
+    READ_TIMEOUT,
     USER_AGENT,
     DeepSeekAdapter,
     http_error_code,
 )
+from dsh.adapters.deepseek.encode import DEFAULT_CACHE_BYTES, RequestEncoder, encode_request
 from dsh.adapters.deepseek.plugin import API_KEY_ENV, BASE_URL_ENV, Config, apply, inject, name
 from dsh.adapters.deepseek.serialize import (
     EMPTY_TOOL_RESULT,
@@ -29,6 +33,7 @@ from dsh.adapters.deepseek.serialize import (
     Thinking,
     WireMessage,
     WireTool,
+    serialize_message,
     serialize_messages,
     serialize_request,
 )
@@ -38,30 +43,35 @@ from dsh.adapters.deepseek.translate import StreamTranslator, map_finish_reason,
 __all__ = [
     "API_KEY_ENV",
     "BASE_URL_ENV",
+    "CONNECT_TIMEOUT",
+    "DEFAULT_CACHE_BYTES",
     "DEFAULT_MODELS",
-    "DEFAULT_TIMEOUT",
     "DONE",
     "DRAIN_TIMEOUT",
     "EMPTY_TOOL_RESULT",
     "PUBLIC_BASE_URL",
+    "READ_TIMEOUT",
     "USER_AGENT",
     "ChatRequest",
     "Config",
     "DeepSeekAdapter",
     "ReasoningEffort",
     "RequestDefaults",
+    "RequestEncoder",
     "SseParser",
     "StreamTranslator",
     "Thinking",
     "WireMessage",
     "WireTool",
     "apply",
+    "encode_request",
     "http_error_code",
     "inject",
     "map_finish_reason",
     "map_usage",
     "name",
     "parse_sse",
+    "serialize_message",
     "serialize_messages",
     "serialize_request",
     "translate",

@@ -1,4 +1,4 @@
-"""The DeepSeek adapter: one streaming chat-completions call per ``stream()`` over httpx (SPEC §10).
+"""The DeepSeek adapter: one streaming chat-completions call per ``stream()`` (SPEC §10).
 
 ``DeepSeekAdapter.stream`` posts the serialized request to ``{base_url}/chat/completions``
 and turns the event stream into chunks. Failures raise ``LlmError`` while iterating:
@@ -7,15 +7,16 @@ and turns the event stream into chunks. Failures raise ``LlmError`` while iterat
   with code :func:`http_error_code` and ``status``;
 * a 2xx answer whose body is empty: ``EMPTY_RESPONSE``;
 * a transport failure while reading the body, or a body that ends before ``[DONE]``:
-  ``STREAM_CLOSED`` (the httpx error is the ``cause``);
+  ``STREAM_CLOSED`` (the :class:`~dsh.adapters.http.HttpError` is the ``cause``);
 * a transport failure before the answer arrives (refused connection, DNS, invalid URL,
-  timeout) or an HTTP client that cannot be set up (a bad ``SSL_CERT_FILE``):
-  ``NETWORK``, naming the URL and where to fix it;
+  timeout, proxy) or TLS that cannot be set up (a bad ``SSL_CERT_FILE``): ``NETWORK``,
+  naming the URL and where to fix it;
 * a malformed payload: ``MALFORMED_RESPONSE``; a ``prefill`` option: ``UNSUPPORTED``.
 
-The HTTP exchange runs in a pump task owned by the stream: it reads the body, parses
-the events and translates them as each piece arrives, and hands the chunks to the
-consumer in batches (one wake-up per read, not per event).
+HTTP is :class:`dsh.adapters.http.HttpClient` (keep-alive pool, TLS, http proxies from
+the environment). The exchange runs in a pump task owned by the stream: it reads the
+body, parses the events and translates them as each piece arrives, and hands the
+chunks to the consumer in batches (one wake-up per read, not per event).
 
 Connection reuse: once the outcome of a stream is known (``[DONE]`` or a malformed
 payload), the pump goes on reading the rest of the body -- normally just the chunked
@@ -35,14 +36,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
+from typing import Any
 
-import httpx
-
-from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking, serialize_request
+from dsh.adapters.deepseek.encode import RequestEncoder
+from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
+from dsh.adapters.http import HttpClient, HttpError, HttpResponse, InvalidUrlError, TlsSetupError
 from dsh.core.errors import LlmError, error_message
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.kernel import AbortError, AbortSignal
@@ -56,8 +58,11 @@ USER_AGENT = "deepseek-harness/0.0.1"
 DEFAULT_MODELS: tuple[str, ...] = ("deepseek-v4-flash", "deepseek-v4-pro")
 """The model names served when the config lists none (sent verbatim as the wire ``model``)."""
 
-DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=300.0)
-"""Connect/write/pool limits of 30 s; a body read may wait 300 s (thinking can be slow)."""
+CONNECT_TIMEOUT = 30.0
+"""Seconds to open a connection (TCP, TLS, proxy tunnel), and for each wait to send more of a request."""
+
+READ_TIMEOUT = 300.0
+"""Seconds each read of the answer may wait (the head included): thinking can be slow."""
 
 DRAIN_TIMEOUT = 1.0
 """Seconds a stream may spend reading the rest of a body after ``[DONE]`` so its connection can be reused."""
@@ -80,12 +85,12 @@ def http_error_code(status: int) -> str:
     return f"HTTP_{status}"
 
 
-async def _api_error(response: httpx.Response) -> LlmError:
-    status = response.status_code
+async def _api_error(response: HttpResponse) -> LlmError:
+    status = response.status
     message = f"DeepSeek API error (HTTP {status})"
     try:
-        parsed = json.loads(await response.aread())
-    except (httpx.HTTPError, ValueError):
+        parsed = json.loads(await response.read())
+    except (HttpError, ValueError):
         parsed = None
     error = parsed.get("error") if isinstance(parsed, dict) else None
     detail = error.get("message") if isinstance(error, dict) else None
@@ -96,21 +101,6 @@ async def _api_error(response: httpx.Response) -> LlmError:
 
 def _stream_closed(cause: Exception | None = None) -> LlmError:
     return LlmError("SSE stream ended without [DONE]", "STREAM_CLOSED", cause=cause)
-
-
-def _body(response: httpx.Response) -> AsyncIterable[bytes]:
-    """The body's bytes as they arrive.
-
-    The request asks for ``accept-encoding: identity``, so the raw stream is the body:
-    reading it directly skips httpx's decoding layers and leaves closing the response
-    to the pump (which guards the close against cancellation). A server that encodes
-    the body anyway is read through httpx's decoding iterator, which closes the
-    response itself at the end of the body.
-    """
-    stream = response.stream
-    if isinstance(stream, httpx.AsyncByteStream) and response.headers.get("content-encoding", "identity") == "identity":
-        return stream
-    return response.aiter_bytes()
 
 
 class _Exchange:
@@ -124,15 +114,20 @@ class _Exchange:
     closes the response, so the connection goes back to the pool.
 
     Stopping -- an abort, the consumer's ``aclose()`` before the stream settled, task
-    cancellation -- cancels the pump once, which unwinds the httpx call in progress;
-    :meth:`aclose` waits for the pump, so no connection outlives the stream. The pump
-    only suspends inside httpx's reads, so httpx's internal generators are never left
-    suspended half-way. Once the pump is closing the response it is not cancelled any
-    more: a cancellation would interrupt the close and leak the connection.
+    cancellation -- cancels the pump once, which unwinds the HTTP call in progress (a
+    cancelled send or read closes its connection); :meth:`aclose` waits for the pump, so
+    no connection outlives the stream. Once the pump is closing the response it is not
+    cancelled any more.
     """
 
     def __init__(
-        self, client: httpx.AsyncClient, request: httpx.Request, signal: AbortSignal | None, drain_timeout: float
+        self,
+        client: HttpClient,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        signal: AbortSignal | None,
+        drain_timeout: float,
     ) -> None:
         self._ready: list[StreamChunk] = []
         self._failure: Exception | None = None
@@ -147,7 +142,7 @@ class _Exchange:
         self._parser = SseParser()
         self._translator = StreamTranslator()
         self._drain_timeout = drain_timeout
-        self._pump = asyncio.ensure_future(self._run(client, request))
+        self._pump = asyncio.ensure_future(self._run(client, url, headers, content))
         self._unhook = signal.add_callback(self._on_abort) if signal is not None else None
 
     # ------------------------------------------------------------------ consumer side
@@ -220,17 +215,12 @@ class _Exchange:
     def _end(self) -> None:
         self._settled = self._ended = True
 
-    async def _run(self, client: httpx.AsyncClient, request: httpx.Request) -> None:
+    async def _run(self, client: HttpClient, url: str, headers: dict[str, str], content: bytes) -> None:
         try:
             try:
-                response = await client.send(request, stream=True)
-            except httpx.HTTPError as error:
-                raise LlmError(
-                    f"DeepSeek API request to {request.url} failed: {error_message(error)} "
-                    "(check baseURL / $DEEPSEEK_BASE_URL and the network)",
-                    "NETWORK",
-                    cause=error,
-                ) from error
+                response = await client.send("POST", url, headers, content)
+            except HttpError as error:
+                raise _network_error(url, error) from error
             try:
                 await self._read(response)
             finally:
@@ -239,23 +229,22 @@ class _Exchange:
         except Exception as error:
             self._fail(error)
 
-    async def _read(self, response: httpx.Response) -> None:
-        if not 200 <= response.status_code < 300:
+    async def _read(self, response: HttpResponse) -> None:
+        if not 200 <= response.status < 300:
             raise await _api_error(response)
-        pieces = aiter(_body(response))
         try:
-            async for data in pieces:
+            async for data in response:
                 if self._feed(data):
                     break
             else:
                 self._finish()
                 return
-        except httpx.HTTPError as error:
+        except HttpError as error:
             raise _stream_closed(error) from error
         # Settled: read what is left of the body (normally the chunked terminator), bounded in time.
-        with contextlib.suppress(httpx.HTTPError, TimeoutError):
+        with contextlib.suppress(HttpError, TimeoutError):
             async with asyncio.timeout(self._drain_timeout):
-                async for _ in pieces:
+                async for _ in response:
                     pass
 
     def _feed(self, data: bytes) -> bool:
@@ -290,8 +279,22 @@ class _Exchange:
         self._wake()
 
 
-def _new_client() -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=DEFAULT_TIMEOUT)
+def _network_error(url: str, error: HttpError) -> LlmError:
+    """The ``NETWORK`` failure of a request that got no answer, naming where to fix it."""
+    if isinstance(error, InvalidUrlError):
+        message = f"DeepSeek API URL {url!r} is invalid: {error} (check baseURL / $DEEPSEEK_BASE_URL)"
+    elif isinstance(error, TlsSetupError):
+        message = f"cannot set up TLS for {url}: {error}"
+    else:
+        message = (
+            f"DeepSeek API request to {url} failed: {error_message(error)} "
+            "(check baseURL / $DEEPSEEK_BASE_URL and the network)"
+        )
+    return LlmError(message, "NETWORK", cause=error)
+
+
+def _new_client() -> HttpClient:
+    return HttpClient(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT, write_timeout=CONNECT_TIMEOUT)
 
 
 class DeepSeekAdapter(LlmAdapter):
@@ -300,10 +303,13 @@ class DeepSeekAdapter(LlmAdapter):
     ``models`` records the names this adapter is meant to serve (the plugin registers
     them); the model of each call is ``options.model``. ``thinking`` and
     ``reasoning_effort`` are sent on every request when set. ``drain_timeout`` bounds
-    the read of a body's tail after ``[DONE]`` (see the module docstring).
+    the read of a body's tail after ``[DONE]`` (see the module docstring). Request
+    bodies are encoded by one :class:`~dsh.adapters.deepseek.encode.RequestEncoder`, which
+    keeps the wire JSON of recent messages so a growing history is not re-encoded whole.
 
-    Without ``client`` the adapter owns one ``httpx.AsyncClient``: :meth:`prepare`
-    starts building it in a worker thread, else the first stream builds it. A given
+    Without ``client`` the adapter owns one :class:`~dsh.adapters.http.HttpClient`
+    (proxies from the environment, :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`); for an
+    ``https`` base URL, :meth:`prepare` loads its CA bundle in a worker thread. A given
     client stays the caller's to close. :meth:`aclose` (or ``async with``) releases the
     owned client; a closed adapter refuses new streams.
     """
@@ -316,7 +322,7 @@ class DeepSeekAdapter(LlmAdapter):
         models: Sequence[str] = DEFAULT_MODELS,
         thinking: Thinking | None = None,
         reasoning_effort: ReasoningEffort | None = None,
-        client: httpx.AsyncClient | None = None,
+        client: HttpClient | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
     ) -> None:
         self.base_url = base_url
@@ -330,9 +336,10 @@ class DeepSeekAdapter(LlmAdapter):
             "accept-encoding": "identity",
             "user-agent": USER_AGENT,
         }
+        self._encoder = RequestEncoder()
         self._client = client
         self._owns_client = client is None
-        self._building: asyncio.Future[httpx.AsyncClient] | None = None
+        self._preparing: asyncio.Future[Any] | None = None
         self._closed = False
 
     @property
@@ -352,62 +359,49 @@ class DeepSeekAdapter(LlmAdapter):
         await self.aclose()
 
     def prepare(self) -> None:
-        """Start building the owned HTTP client in a worker thread; call it on the event loop.
+        """Create the owned HTTP client and, for an ``https`` base URL, load its CA bundle in a worker thread.
 
-        Building a client loads the CA bundle (tens of milliseconds, mostly outside the
-        GIL), so starting it when the plugin loads overlaps that work with the rest of the
-        boot instead of delaying the first request. Idempotent; does nothing with a given
-        client, once the client exists, or once closed.
+        Call it on the event loop. Loading the CA bundle takes tens of milliseconds
+        (mostly outside the GIL): starting it when the plugin loads overlaps it with the
+        rest of the boot instead of delaying the first request. A bundle that cannot be
+        loaded fails the first call instead (``NETWORK``). Idempotent; does nothing with
+        a given client or once closed.
         """
-        if self._client is None and self._building is None and not self._closed:
-            self._building = asyncio.ensure_future(asyncio.to_thread(_new_client))
+        if self._closed or not self._owns_client or self._preparing is not None:
+            return
+        client = self._owned()
+        if self.base_url.lower().startswith("https:"):
+            self._preparing = asyncio.ensure_future(asyncio.to_thread(client.prepare_tls))
 
     async def aclose(self) -> None:
-        """Refuse new streams and close the owned HTTP client, waiting for one being built (idempotent)."""
+        """Refuse new streams and close the owned HTTP client, waiting for its TLS setup (idempotent)."""
         self._closed = True
         client, self._client = self._client, None
-        building, self._building = self._building, None
-        if building is not None:
-            with contextlib.suppress(Exception):  # a client that failed to build needs no closing
-                client = await building
+        preparing, self._preparing = self._preparing, None
+        if preparing is not None:
+            with contextlib.suppress(Exception):  # a failed setup is reported by the call that needs it
+                await preparing
         if client is not None and self._owns_client:
             await client.aclose()
 
-    async def _http(self) -> httpx.AsyncClient:
-        if self._client is None and not self._closed:
-            try:
-                client = await self._building if self._building is not None else _new_client()
-            except OSError as error:  # the CA bundle or certificate settings cannot be loaded
-                raise LlmError(
-                    f"cannot set up the HTTP client for {self.url}: {error} (check SSL_CERT_FILE / SSL_CERT_DIR)",
-                    "NETWORK",
-                    cause=error,
-                ) from error
-            if not self._closed:  # else aclose() closed it while it was being built
-                self._client = client
-        if self._closed or self._client is None:
-            raise LlmError("this DeepSeekAdapter is closed: create a new one (or reload llm-deepseek)", "CLOSED")
+    def _owned(self) -> HttpClient:
+        if self._client is None:
+            self._client = _new_client()
         return self._client
 
-    def _request(self, client: httpx.AsyncClient, content: bytes) -> httpx.Request:
-        try:
-            return client.build_request("POST", self.url, headers=self._headers, content=content)
-        except httpx.InvalidURL as error:
-            raise LlmError(
-                f"DeepSeek API URL {self.url!r} is invalid: {error} (check baseURL / $DEEPSEEK_BASE_URL)",
-                "NETWORK",
-                cause=error,
-            ) from error
+    def _http(self) -> HttpClient:
+        if self._closed:
+            raise LlmError("this DeepSeekAdapter is closed: create a new one (or reload llm-deepseek)", "CLOSED")
+        return self._owned()
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """One streaming call; see the module docstring for failures, connection reuse and cancellation."""
-        body = serialize_request(options, self.defaults)
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        content = self._encoder.encode(options, self.defaults)
         signal = options.signal
         if signal is not None:
             signal.throw_if_aborted()
-        client = await self._http()
-        exchange = _Exchange(client, self._request(client, content), signal, self.drain_timeout)
+        client = self._http()
+        exchange = _Exchange(client, self.url, self._headers, content, signal, self.drain_timeout)
         try:
             while batch := await exchange.take():
                 for chunk in batch:

@@ -143,22 +143,33 @@ def _user(content: Sequence[ContentBlock]) -> list[WireMessage]:
     return wire
 
 
+def serialize_message(message: Message) -> list[WireMessage]:
+    """The wire messages one history message becomes (at least one).
+
+    A system or assistant message becomes one wire message; a user message becomes its
+    text (only if it has any, or if it has no tool results) followed by one
+    ``role: "tool"`` message per tool result, in order. Any role other than ``system``
+    and ``assistant`` is mapped as a user message. The result depends on the message's
+    content alone, which is what lets :class:`~dsh.adapters.deepseek.encode.RequestEncoder`
+    reuse the encoding of an equal message.
+    """
+    role = message["role"]
+    if role == "system":
+        return [{"role": "system", "content": _text(message["content"])}]
+    if role == "assistant":
+        return [_assistant(message["content"])]
+    return _user(message["content"])
+
+
 def serialize_messages(messages: Sequence[Message]) -> list[WireMessage]:
     """The wire ``messages`` for a conversation (the system prompt option is not included).
 
-    Text blocks are concatenated with no separator. A user message with tool results
-    becomes its text (only if it has any) followed by one ``role: "tool"`` message per
-    result, in order.
+    Text blocks are concatenated with no separator; each message maps as
+    :func:`serialize_message` says, in order.
     """
     wire: list[WireMessage] = []
     for message in messages:
-        role = message["role"]
-        if role == "system":
-            wire.append({"role": "system", "content": _text(message["content"])})
-        elif role == "assistant":
-            wire.append(_assistant(message["content"]))
-        else:
-            wire.extend(_user(message["content"]))
+        wire += serialize_message(message)
     return wire
 
 
