@@ -13,6 +13,7 @@ httpx's default pool), pointed at the wire server and serving :data:`MODEL`.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,7 +73,13 @@ NOOP_PLUGIN = PluginSpec(name="bench-noop-tool", apply=_noop_tool, inject=["tool
 
 
 async def boot(options: StackOptions) -> Context:
-    """A root context with the stack of ``options`` started; dispose it with ``await ctx.dispose()``."""
+    """A root context with the stack of ``options`` started; dispose it with ``await ctx.dispose()``.
+
+    Once started, everything alive is frozen out of the garbage collector's reach
+    (``gc.freeze()``), as the ``dsh`` process does after its boot
+    (:class:`dsh.cli.startup.CollectorPolicy`), so the measured turns pay for their own
+    garbage, not for full collections walking the boot's objects.
+    """
     ctx = Context()
     for service in (LlmService, SessionStore, SystemPrompt, ToolRegistry, AgentRegistry):
         await ctx.plugin(service)
@@ -94,4 +101,5 @@ async def boot(options: StackOptions) -> Context:
         await ctx.plugin(NOOP_PLUGIN)
     if options.loop:
         await ctx.plugin(AgentLoop, {"agents": []})
+    gc.freeze()
     return ctx
