@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.adapters.deepseek.encode import DEFAULT_CACHE_BYTES, RequestEncoder, encode_request
+from dsh.adapters.deepseek.encode import DEFAULT_CACHE_BYTES, PREFIXES, RequestEncoder, encode_request
 from dsh.adapters.deepseek.serialize import RequestDefaults, serialize_request
 from dsh.core.errors import LlmError
 from dsh.core.llm import (
@@ -218,12 +218,16 @@ OPS = st.sampled_from(
 
 # ----------------------------------------------------------------------------- properties
 @settings(max_examples=200, deadline=None)
-@given(data=st.data(), max_bytes=st.sampled_from([0, 40, 300, 2_000, DEFAULT_CACHE_BYTES]))
+@given(
+    data=st.data(),
+    max_bytes=st.sampled_from([0, 40, 300, 2_000, DEFAULT_CACHE_BYTES]),
+    prefixes=st.sampled_from([0, 1, PREFIXES]),
+)
 def test_one_encoder_matches_the_reference_over_repeated_edited_and_reordered_calls(
-    data: st.DataObject, max_bytes: int
+    data: st.DataObject, max_bytes: int, prefixes: int
 ) -> None:
     """for arbitrary histories and call sequences through one encoder, the bytes (or the error) equal the reference"""
-    encoder = RequestEncoder(max_bytes)
+    encoder = RequestEncoder(max_bytes, prefixes)
     history: list[Message] = data.draw(st.lists(MESSAGES, max_size=6))
     for _ in range(data.draw(st.integers(min_value=1, max_value=8))):
         history = _apply(history, data.draw(OPS), data)
@@ -354,7 +358,7 @@ def test_eviction_under_a_tiny_bound_is_least_recently_used() -> None:
     probe = RequestEncoder()
     probe.encode(options([a]))
     entry = probe.cached_bytes  # the three messages have the same size
-    encoder = RequestEncoder(2 * entry)
+    encoder = RequestEncoder(2 * entry, prefixes=0)  # the message cache alone
     for message in (a, b, a, c):  # a is used again after b: b is the oldest when c arrives
         assert_same(encoder, options([message]))
         assert encoder.cached_bytes <= 2 * entry
@@ -541,3 +545,81 @@ def test_a_lone_surrogate_error_names_the_same_position_as_the_reference() -> No
     with pytest.raises(UnicodeEncodeError) as expected:
         reference(opts)
     assert caught.value.args == expected.value.args
+
+
+# ------------------------------------------------------------------------------- prefixes
+def test_a_growing_history_reuses_its_prefix_and_looks_up_only_the_new_messages() -> None:
+    """(extra) each call extends the last one: the kept prefix covers it, only the new message is looked up"""
+    encoder = RequestEncoder()
+    history: list[Message] = [user("q0")]
+    assert_same(encoder, options(copy.deepcopy(history)))
+    for step in range(1, 30):
+        history.append(user(f"q{step}"))
+        assert_same(encoder, options(copy.deepcopy(history)))
+    assert (encoder.hits, encoder.misses) == (sum(range(30)), 30)
+    encoder.clear()  # prefixes go too: everything is a miss again
+    assert_same(encoder, options(copy.deepcopy(history)))
+    assert encoder.misses == 60
+
+
+def test_a_changed_early_message_never_reuses_a_prefix() -> None:
+    """(extra) an edit anywhere before the end breaks the byte prefix: the edited message is encoded anew"""
+    encoder = RequestEncoder(prefixes=1)
+    history: list[Message] = [user("alpha"), user("bravo"), user("charlie")]
+    assert_same(encoder, options(copy.deepcopy(history)))
+    edited = copy.deepcopy(history)
+    edited[1] = user("BRAVO")
+    edited.append(user("delta"))
+    assert_same(encoder, options(edited))
+    assert (encoder.hits, encoder.misses) == (2, 5)
+    truncated = history[:2]  # shorter than the kept prefix: per-message lookups only
+    assert_same(encoder, options(truncated))
+    assert (encoder.hits, encoder.misses) == (4, 5)
+
+
+def test_interleaved_conversations_each_keep_a_prefix_up_to_the_limit() -> None:
+    """(extra) two histories in flight through one encoder both stay covered; past the limit the oldest goes"""
+    encoder = RequestEncoder(prefixes=2)
+    first: list[Message] = [user("first conversation")]
+    second: list[Message] = [user("second conversation")]
+    for step in range(3):
+        first.append(user(f"a{step}"))
+        second.append(user(f"b{step}"))
+        assert_same(encoder, options(copy.deepcopy(first)))
+        assert_same(encoder, options(copy.deepcopy(second)))
+    assert encoder.misses == 8
+    third: list[Message] = [user("third conversation")]
+    assert_same(encoder, options(third))  # now first is the oldest of three: dropped
+    hits = encoder.hits
+    assert_same(encoder, options(copy.deepcopy(second)))
+    assert encoder.hits == hits + len(second)
+
+
+def test_prefixes_that_do_not_fit_the_bound_are_not_kept() -> None:
+    """(extra) a history larger than max_bytes keeps no prefix (the bytes stay bounded)"""
+    probe = RequestEncoder()
+    probe.encode(options([user("y")]))
+    encoder = RequestEncoder(max_bytes=probe.cached_bytes)  # room for "y" alone
+    history: list[Message] = [user("x" * 100), user("y")]
+    for _ in range(2):
+        assert_same(encoder, options(copy.deepcopy(history)))
+    assert encoder.hits == 1  # only "y" fits the message cache; no prefix covered the history
+
+
+def test_a_history_marshal_cannot_hold_is_encoded_without_prefixes() -> None:
+    """(extra) a message marshal refuses disables the prefix for that call; the bytes still match"""
+
+    class Text(str):
+        pass
+
+    encoder = RequestEncoder()
+    odd: Message = {"role": "user", "content": [{"type": "text", "text": Text("odd")}]}
+    for _ in range(2):
+        assert_same(encoder, options([user("plain"), odd]))
+    assert (encoder.hits, encoder.misses) == (1, 1)
+
+
+def test_a_negative_prefix_count_is_refused() -> None:
+    """(extra) a negative prefixes count is a configuration error naming the fix"""
+    with pytest.raises(ValueError, match=r"prefixes is -1: give 0 \(keep none\) or a positive count"):
+        RequestEncoder(prefixes=-1)
