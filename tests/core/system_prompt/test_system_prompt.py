@@ -229,6 +229,40 @@ async def test_snapshots_copy_parameters_of_any_shape_deeply(root: Context) -> N
     assert plain_copy["required"] is not plain["required"]
 
 
+class _Schema(dict[str, Any]):
+    """A dict subclass (marshal refuses it): copied through the generic path, keeping its class."""
+
+
+class _Marker:
+    """A custom object (marshal refuses it)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+
+async def test_parameters_marshal_cannot_hold_are_still_copied_deeply(root: Context) -> None:
+    """(extra) subclasses and custom objects are copied level by level or deeply; a cycle among them too"""
+    prompt = root[SYSTEM_PROMPT]
+    subclassed: dict[str, Any] = {"type": "object", "properties": _Schema(n={"type": "number"})}
+    marker = _Marker("m")
+    custom: dict[str, Any] = {"type": "object", "x-marker": marker, "enum": ["a"]}
+    cyclic: dict[str, Any] = {"type": "object", "x-marker": _Marker("c")}
+    cyclic["self"] = cyclic
+    prompt.tools(lambda: [schema("sub", subclassed), schema("custom", custom), schema("cyclic", cyclic)])
+
+    sub_copy, custom_copy, cyclic_copy = [tool["parameters"] for tool in (await prompt.assemble()).tools]
+
+    assert type(sub_copy["properties"]) is _Schema
+    assert sub_copy == subclassed
+    assert sub_copy["properties"]["n"] is not subclassed["properties"]["n"]
+    assert custom_copy["x-marker"] is not marker
+    assert custom_copy["x-marker"].label == "m"
+    assert custom_copy["enum"] == ["a"]
+    assert custom_copy["enum"] is not custom["enum"]
+    assert cyclic_copy["self"] is cyclic_copy
+    assert cyclic_copy["x-marker"] is not cyclic["x-marker"]
+
+
 async def test_sections_are_shallow_copies_sharing_the_text_callable(root: Context) -> None:
     """(extra) a snapshot section is a copy whose callable text is the registered one"""
 
