@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -119,8 +120,8 @@ def test_the_dsh_process_collects_again_once_booted(tmp_path: Path) -> None:
         "    original()\n"
         "    print('after', gc.isenabled(), gc.get_freeze_count() > 10000, file=sys.stderr)\n"
         "boot.COLLECTOR.settle = settle\n"
-        "from dsh.cli.main import main\n"
-        "sys.exit(main(sys.argv[1:]))\n",
+        "from dsh.cli.main import console\n"
+        "sys.exit(console())\n",
         encoding="utf-8",
     )
     done = subprocess.run(
@@ -142,3 +143,23 @@ def test_the_dsh_process_collects_again_once_booted(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "before False\n" in done.stderr
     assert "after True True\n" in done.stderr
+
+
+def test_the_console_script_runs_main_under_the_collector_policy(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """(extra) `dsh` pauses collection around main() and freezes before exit; main() alone never does"""
+    from dsh.cli.startup import COLLECTOR
+
+    entry = importlib.import_module("dsh.cli.main")
+
+    collector = _RecordingCollector()
+    monkeypatch.setattr(COLLECTOR, "_gc", collector)
+    monkeypatch.setattr(COLLECTOR, "_owned", False)
+    monkeypatch.setattr(COLLECTOR, "_paused", False)
+    monkeypatch.setattr(sys, "argv", ["dsh", "--version"])
+    assert entry.main() == 0
+    assert collector.calls == []
+    assert entry.console() == 0
+    assert collector.calls == ["disable", "freeze", "enable", "freeze"]
+    assert capsys.readouterr().out.startswith("dsh ")

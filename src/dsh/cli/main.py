@@ -197,23 +197,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A subcommand runs in a fresh event loop. A Ctrl-C that arrives while no
     subcommand handles it (during startup, say) ends the run with status 130.
-    This process is dsh's own, so imports no command needs are deferred first and
-    the garbage collector waits until the plugins are booted (see
-    :mod:`dsh.cli.startup`).
+    Imports no command needs are deferred first (see :mod:`dsh.cli.startup`).
+    The process-wide garbage-collector schedule is not touched: that is
+    :func:`console`'s, for a process that is dsh's own.
     """
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed
     import asyncio
 
-    from dsh.cli.startup import COLLECTOR, defer_httpx_cli
+    from dsh.cli.startup import defer_httpx_cli
 
     defer_httpx_cli()
-    COLLECTOR.pause()
     try:
         return asyncio.run(_command(parsed)(parsed))
     except KeyboardInterrupt:
         print("dsh: interrupted", file=sys.stderr)
         return 130
+
+
+def console() -> int:
+    """The ``dsh`` console script: :func:`main` in a process that is dsh's own.
+
+    Around it the garbage collector waits until the plugins are booted and the
+    start-up objects are frozen before exit (see
+    :class:`~dsh.cli.startup.CollectorPolicy`).
+    """
+    from dsh.cli.startup import COLLECTOR
+
+    COLLECTOR.pause()
+    try:
+        return main()
     finally:
         COLLECTOR.finish()

@@ -17,7 +17,8 @@ again (about 15-20 ms of start-up), as does the collection at interpreter exit
 (about 50 ms). :class:`CollectorPolicy` pauses the collector while the process
 starts, moves everything alive after the boot into the permanent generation
 (``gc.freeze``) and turns collection back on, and freezes again before exit. Only
-the console entry point uses it: it changes process-wide state.
+the console script (:func:`dsh.cli.main.console`) uses it: it changes process-wide
+state, so ``main()`` called in-process (tests, embedders) leaves the collector alone.
 """
 
 from __future__ import annotations
@@ -92,4 +93,4 @@ class CollectorPolicy:
 
 
 COLLECTOR = CollectorPolicy()
-"""The policy of this process: :func:`dsh.cli.main.main` pauses it, :func:`dsh.cli.boot.booted` settles it."""
+"""The policy of this process: :func:`dsh.cli.main.console` pauses it, :func:`dsh.cli.boot.booted` settles it."""
