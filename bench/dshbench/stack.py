@@ -49,7 +49,8 @@ class StackOptions:
 
     ``base_url`` registers the DeepSeek adapter for :data:`MODEL`; ``store`` is the
     JSONL root directory or the SQLite database path (required unless ``persistence``
-    is ``"none"``).
+    is ``"none"``). ``freeze_startup`` freezes the start-up objects as the ``dsh``
+    process does (see :func:`boot`).
     """
 
     base_url: str | None = None
@@ -59,6 +60,7 @@ class StackOptions:
     bash: bool = True
     noop_tool: bool = False
     loop: bool = True
+    freeze_startup: bool = False
 
 
 async def _noop(_args: Any, _execution: ToolExecution) -> list[ContentBlock]:
@@ -72,13 +74,20 @@ def _noop_tool(ctx: Context, _config: object) -> None:
 NOOP_PLUGIN = PluginSpec(name="bench-noop-tool", apply=_noop_tool, inject=["tools"])
 
 
+_FROZEN: list[bool] = []
+"""Non-empty once :func:`boot` froze the start-up objects of this process."""
+
+
 async def boot(options: StackOptions) -> Context:
     """A root context with the stack of ``options`` started; dispose it with ``await ctx.dispose()``.
 
-    Once started, everything alive is frozen out of the garbage collector's reach
-    (``gc.freeze()``), as the ``dsh`` process does after its boot
+    With ``freeze_startup`` (the turn jobs: they mirror ``dsh run``), everything alive
+    after the first boot of the process is frozen out of the garbage collector's reach
+    (``gc.freeze()``), as the ``dsh`` process does once after its boot
     (:class:`dsh.cli.startup.CollectorPolicy`), so the measured turns pay for their own
-    garbage, not for full collections walking the boot's objects.
+    garbage, not for full collections walking the start-up objects. The storage jobs do
+    not freeze: their processes hold the logs built for the measurement, which a real
+    process would not have frozen.
     """
     ctx = Context()
     for service in (LlmService, SessionStore, SystemPrompt, ToolRegistry, AgentRegistry):
@@ -101,5 +110,7 @@ async def boot(options: StackOptions) -> Context:
         await ctx.plugin(NOOP_PLUGIN)
     if options.loop:
         await ctx.plugin(AgentLoop, {"agents": []})
-    gc.freeze()
+    if options.freeze_startup and not _FROZEN:
+        _FROZEN.append(True)
+        gc.freeze()
     return ctx

@@ -27,6 +27,7 @@ def _options(params: dict[str, Any], scratch: str) -> StackOptions:
         store=scratch,
         invariants=params.get("invariants", True),
         noop_tool=True,
+        freeze_startup=True,
     )
 
 
