@@ -10,6 +10,20 @@ from dsh.core.llm import GenerateOptions, Message, StreamChunk, text
 
 T = TypeVar("T")
 
+WIRE_KEY_ORDER = [
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "thinking",
+    "reasoning_effort",
+    "tools",
+    "temperature",
+    "max_tokens",
+    "stop",
+]
+"""The request body's keys, in wire order, when every option is set."""
+
 
 async def source(items: Iterable[T]) -> AsyncIterator[T]:
     """An async iterator over ``items`` (a byte stream or a payload stream)."""

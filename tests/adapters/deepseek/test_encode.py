@@ -26,7 +26,7 @@ from dsh.core.llm import (
     ToolSchema,
     text,
 )
-from tests.adapters.deepseek.helpers import user
+from tests.adapters.deepseek.helpers import WIRE_KEY_ORDER, user
 
 
 def reference(options: GenerateOptions, defaults: RequestDefaults | None = None) -> bytes:
@@ -456,18 +456,7 @@ def test_the_rest_of_the_body_keeps_its_key_order() -> None:
         stop=["END"],
     )
     body = assert_same(RequestEncoder(), opts, RequestDefaults(thinking="disabled", reasoning_effort="high"))
-    assert list(json.loads(body)) == [
-        "model",
-        "messages",
-        "stream",
-        "stream_options",
-        "thinking",
-        "reasoning_effort",
-        "tools",
-        "temperature",
-        "max_tokens",
-        "stop",
-    ]
+    assert list(json.loads(body)) == WIRE_KEY_ORDER
 
 
 @pytest.mark.parametrize("model", ["m", 'x","messages":[],"y', 7, 1.5, None, {"messages": [], "x": 1}])

@@ -10,7 +10,7 @@ from dsh.adapters.deepseek import RequestDefaults, serialize_messages, serialize
 from dsh.adapters.deepseek.serialize import serialize_message
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, Message, ToolCallBlock, ToolResultBlock, text
-from tests.adapters.deepseek.helpers import options, user
+from tests.adapters.deepseek.helpers import WIRE_KEY_ORDER, options, user
 
 
 def call(call_id: str, name: str, arguments: str) -> ToolCallBlock:
@@ -224,18 +224,7 @@ def test_applies_adapter_defaults_for_thinking_and_effort() -> None:
     )
     assert body["thinking"] == {"type": "enabled"}
     assert body["reasoning_effort"] == "max"
-    assert list(body) == [
-        "model",
-        "messages",
-        "stream",
-        "stream_options",
-        "thinking",
-        "reasoning_effort",
-        "tools",
-        "temperature",
-        "max_tokens",
-        "stop",
-    ]
+    assert list(body) == WIRE_KEY_ORDER
 
 
 def test_omits_thinking_fields_when_unset_provider_default_applies() -> None:
