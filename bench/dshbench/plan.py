@@ -30,7 +30,7 @@ class Plan:
     def full(cls) -> Plan:
         return cls(
             quick=False,
-            runs=5,
+            runs=9,
             version_runs=10,
             steps=201,
             chunks=20_000,
