@@ -116,8 +116,8 @@ class _Exchange:
     Stopping -- an abort, the consumer's ``aclose()`` before the stream settled, task
     cancellation -- cancels the pump once, which unwinds the HTTP call in progress (a
     cancelled send or read closes its connection); :meth:`aclose` waits for the pump, so
-    no connection outlives the stream. Once the pump is closing the response it is not
-    cancelled any more.
+    no connection outlives the stream. Closing the response awaits nothing, so no
+    cancellation can land half-way through it.
     """
 
     def __init__(
@@ -137,7 +137,6 @@ class _Exchange:
         self._waiter: asyncio.Future[None] | None = None
         self._signal = signal
         self._stopped = False
-        self._closing = False
         self._received = False
         self._parser = SseParser()
         self._translator = StreamTranslator()
@@ -202,7 +201,7 @@ class _Exchange:
         self._wake()
 
     def _stop(self) -> None:
-        if not self._stopped and not self._closing:
+        if not self._stopped:
             self._stopped = True
             self._pump.cancel()
 
@@ -224,8 +223,7 @@ class _Exchange:
             try:
                 await self._read(response)
             finally:
-                self._closing = True
-                await response.aclose()
+                await response.aclose()  # awaits nothing: a cancellation cannot cut it short
         except Exception as error:
             self._fail(error)
 

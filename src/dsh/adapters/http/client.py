@@ -168,9 +168,7 @@ class HttpClient:
         self, method: str, url: str, target: Url, headers: RequestHeaders, proxy: Proxy | None
     ) -> tuple[bytes, bool]:
         """The validated head prefix, from the cache when the same request was made before."""
-        fields: tuple[tuple[str, str], ...] = (
-            tuple(headers.items()) if isinstance(headers, dict | Mapping) else tuple(headers)
-        )
+        fields: tuple[tuple[str, str], ...] = tuple(headers.items()) if isinstance(headers, Mapping) else tuple(headers)
         key = (method, url, fields, proxy)
         try:
             cached = self._heads.get(key)
