@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from dsh.kernel.config import KernelError
@@ -28,7 +28,7 @@ from dsh.kernel.fiber import Fiber, FiberState, link_child
 from dsh.kernel.logger import Logger
 from dsh.kernel.plugin import PluginInfo, PluginSpec, describe
 from dsh.kernel.runtime import ListenerEntry, Runtime
-from dsh.kernel.service import ServiceHandle, ServiceKey
+from dsh.kernel.service import ServiceHandle, ServiceKey, _as_caller
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -284,7 +284,7 @@ class Context:
             finally:
                 current_context.reset(token)
             if is_async:
-                return _on_behalf(result, owner)
+                return _as_caller(result, owner)
             return result
 
         return step(0)  # type: ignore[no-any-return]
@@ -298,14 +298,6 @@ class Context:
 def key(name: str) -> ServiceKey[Any]:
     """An untyped service key (for ad-hoc services in tests and examples)."""
     return ServiceKey(name)
-
-
-async def _on_behalf(awaitable: Awaitable[T], ctx: Context) -> T:
-    token = current_context.set(ctx)
-    try:
-        return await awaitable
-    finally:
-        current_context.reset(token)
 
 
 async def _all(pending: list[asyncio.Future[Any]]) -> None:

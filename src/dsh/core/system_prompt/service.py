@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import marshal
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from dsh.core.llm.types import ToolSchema
 from dsh.core.system_prompt.assembly import PromptAssembly, PromptSection
@@ -28,40 +28,20 @@ def _remove_identical(items: list[T], item: T) -> None:
     del items[next(index for index, candidate in enumerate(items) if candidate is item)]
 
 
-def _copy_tree(value: Any) -> Any:
-    """A deep copy of plain dicts, lists and scalars; any other value through ``copy.deepcopy``.
-
-    Tool parameters are JSON Schema, so this is the common case, about three times
-    cheaper than ``copy.deepcopy`` (no memo, no dispatch). Unlike ``deepcopy`` it
-    does not preserve sharing between sub-objects (each use becomes its own copy),
-    which no one can tell apart from outside; a cycle raises ``RecursionError``.
-    """
-    kind = type(value)
-    if kind is dict:
-        return {key: _copy_tree(item) for key, item in value.items()}
-    if kind is list:
-        return [_copy_tree(item) for item in value]
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
-    return copy.deepcopy(value)
-
-
 def _snapshot_schema(schema: ToolSchema) -> ToolSchema:
     """A shallow copy of ``schema`` with its own deep copy of ``parameters``.
 
     The copy is a ``marshal`` round trip when ``marshal`` can hold the parameters
-    (exact built-in types only: a C-speed deep copy that keeps every type, ``True``
-    apart from ``1``); else :func:`_copy_tree`, and ``copy.deepcopy`` for a cycle.
+    (exact built-in types, cycles included: a C-speed deep copy that keeps every
+    type, ``True`` apart from ``1``); else ``copy.deepcopy`` (subclasses, custom
+    objects, nesting deeper than ``marshal`` allows).
     """
     copied = schema.copy()
     parameters = schema["parameters"]
     try:
         copied["parameters"] = marshal.loads(marshal.dumps(parameters))
     except ValueError:  # a subclass, a custom object, or nesting marshal refuses
-        try:
-            copied["parameters"] = _copy_tree(parameters)
-        except RecursionError:  # a cycle (or absurd nesting): deepcopy keeps the cycle
-            copied["parameters"] = copy.deepcopy(parameters)
+        copied["parameters"] = copy.deepcopy(parameters)
     return copied
 
 
@@ -129,10 +109,7 @@ class SystemPrompt(Service):
         sections = sorted(map(_copy_section, self._sections), key=_order)
         tools = [_snapshot_schema(schema) for provider in tuple(self._providers) for schema in provider()]
         assembly = PromptAssembly(sections=sections, tools=tools)
-        ctx = self.ctx
-        if not ctx.listener_count(SYSTEM_PROMPT_ASSEMBLE):
-            return assembly
-        return await ctx.waterfall(SYSTEM_PROMPT_ASSEMBLE, assembly, inner=lambda: _resolved(assembly))
+        return await self.ctx.waterfall(SYSTEM_PROMPT_ASSEMBLE, assembly, inner=lambda: _resolved(assembly))
 
 
 SYSTEM_PROMPT: ServiceKey[SystemPrompt] = ServiceKey("system_prompt")

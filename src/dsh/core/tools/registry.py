@@ -90,11 +90,8 @@ class ToolRegistry(Service):
         (``asyncio.CancelledError``) propagates untouched.
         """
 
-        ctx = self.ctx
-        if not ctx.listener_count(TOOLS_EXECUTE):
-            return await self._run(execution)
         try:
-            result: Any = ctx.waterfall(TOOLS_EXECUTE, execution, inner=lambda: self._run(execution))
+            result: Any = self.ctx.waterfall(TOOLS_EXECUTE, execution, inner=lambda: self._run(execution))
             if inspect.isawaitable(result):
                 result = await result
         except Exception as error:
