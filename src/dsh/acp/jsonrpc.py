@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from dsh.acp.transport import LineTransport
 from dsh.core.persistence import escape_lone_surrogates
+from dsh.core.session import dumps_json
 from dsh.kernel import Logger
 
 PARSE_ERROR: Final = -32700
@@ -77,9 +78,12 @@ class RequestError(Exception):
 
 
 def encode_frame(frame: Mapping[str, Any]) -> str:
-    """Compact JSON (no spaces, UTF-8 kept, key order kept); raises on a non-JSON value."""
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return escape_lone_surrogates(text)
+    """Compact JSON (no spaces, UTF-8 kept, key order kept, lone surrogates escaped).
+
+    Raises ``ValueError`` (NaN), ``TypeError`` (a value JSON cannot hold) or
+    ``RecursionError`` (a cycle), as :func:`~dsh.core.session.dumps_json` does.
+    """
+    return escape_lone_surrogates(dumps_json(frame))
 
 
 def unexpected_error(error: BaseException) -> RequestError:
@@ -199,7 +203,7 @@ class JsonRpcConnection:
     def _send_result(self, request_id: Any, result: Any) -> None:
         try:
             line = encode_frame({"jsonrpc": "2.0", "id": request_id, "result": result})
-        except (TypeError, ValueError) as error:  # a NaN, a cycle, or a value JSON cannot hold
+        except (TypeError, ValueError, RecursionError) as error:  # a NaN, a value JSON cannot hold, a cycle
             self._send_error(request_id, unexpected_error(error))
             return
         try:

@@ -22,16 +22,15 @@ from dsh.core.agent import AGENTS
 from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import SESSIONS
 from dsh.core.tools import TOOLS
-from dsh.kernel import Context, KernelError, PluginSpec, ServiceKey
+from dsh.kernel import Context, KernelError, PluginSpec, ServiceKey, validate_config
 
 name = "acp"
 inject = [AGENTS.name, SESSIONS.name, SESSION_PERSISTENCE.name, TOOLS.name]
 
 
 def _config(config: Config | Mapping[str, Any] | None) -> Config:
-    if isinstance(config, Config):
-        return config
-    return Config.model_validate(dict(config or {}))
+    validated: Config = validate_config(name, Config, config)
+    return validated
 
 
 async def apply(

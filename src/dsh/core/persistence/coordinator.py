@@ -62,6 +62,7 @@ from dsh.core.session import (
     SESSION_CREATED,
     SESSION_EVENT,
     SESSION_FLUSH,
+    SESSION_FORMAT_VERSION,
     SESSIONS,
     Session,
     SessionEvent,
@@ -71,8 +72,6 @@ from dsh.core.session import (
 from dsh.kernel import Context
 
 T = TypeVar("T")
-
-SUPPORTED_VERSION = 1
 
 
 @dataclass
@@ -107,9 +106,9 @@ def _same(left: object, right: object) -> bool:
 
 def _check_version(id: str, meta: SessionHeader) -> None:
     version = meta["version"]
-    if version != SUPPORTED_VERSION:
+    if version != SESSION_FORMAT_VERSION:
         raise PersistenceError(
-            f'unsupported session format version {version} for "{id}" (only v1 is supported)',
+            f'unsupported session format version {version} for "{id}" (only v{SESSION_FORMAT_VERSION} is supported)',
             "UNSUPPORTED_VERSION",
         )
 

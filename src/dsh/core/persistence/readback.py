@@ -383,7 +383,7 @@ def parse_event_lines(lines: Iterable[str | bytes]) -> list[SessionEvent | Excep
             try:
                 text = line if isinstance(line, str) else line.decode("utf-8")
                 value = loads_stored_json(text)
-                append(value if _common_shape(value) else parse_session_event(value))
+                append(value if _common_shape(value) else parse_session_event(value, copy=False))
             except _UNPARSABLE as error:
                 append(error)
     return parsed
@@ -401,7 +401,7 @@ def parse_event_rows(rows: Iterable[tuple[int, str, int, str]]) -> list[SessionE
         for seq, kind, time, text in rows:
             try:
                 value = {"type": kind, "seq": seq, "time": time, "data": loads_stored_json(text)}
-                append(value if _common_shape(value) else parse_session_event(value))  # type: ignore[arg-type]
+                append(value if _common_shape(value) else parse_session_event(value, copy=False))  # type: ignore[arg-type]
             except _UNPARSABLE as error:
                 append(error)
     return parsed

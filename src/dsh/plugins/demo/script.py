@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dsh.core.llm import ContentBlock, Message, ToolResultBlock
+from dsh.core.session import dumps_json
 
 LABEL = "[demo model]"
 """The prefix of every text the demo model writes."""
@@ -34,9 +35,7 @@ class PlannedCall:
 
     def arguments(self) -> str:
         """The call's arguments as the model writes them: compact JSON."""
-        return json.dumps(
-            {"command": self.command, "description": self.description}, ensure_ascii=False, separators=(",", ":")
-        )
+        return dumps_json({"command": self.command, "description": self.description})
 
 
 def plan_command(prompt: str) -> PlannedCall:

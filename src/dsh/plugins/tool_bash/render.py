@@ -8,11 +8,11 @@ logged result without re-running anything.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from dsh.core.bash import BashRunResult, BashTask, CollectedOutput
+from dsh.core.session import dumps_json
 
 _SIGNAL_MARKER = re.compile(r"\n\[killed by signal: ([^\]\n]+)\]\Z")
 _EXIT_MARKER = re.compile(r"\n\[exit code: (\d+)\]\Z")
@@ -21,7 +21,7 @@ _EXIT_MARKER = re.compile(r"\n\[exit code: (\d+)\]\Z")
 def json_text(value: object) -> str:
     """``value`` as compact JSON, the way the model wrote it (non-finite numbers read ``null``)."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return dumps_json(value)
     except ValueError:
         return "null"
 

@@ -13,7 +13,7 @@ from typing import Required, TypedDict, cast
 
 from dsh.core.agent import Agent
 from dsh.core.bash import BashExecRequest, BashExecutor, BashTask
-from dsh.core.errors import HarnessError
+from dsh.core.errors import HarnessError, error_code
 from dsh.core.llm import ContentBlock, text
 from dsh.core.tools import (
     SchemaSpec,
@@ -236,5 +236,5 @@ class BashTools:
         try:
             cast(Agent, owner).inject([text(notice)], source={"kind": "plugin", "plugin": PLUGIN_NAME})
         except Exception as error:
-            if "is disposed" not in str(error):
+            if error_code(error) != "DISPOSED":
                 raise
