@@ -80,12 +80,16 @@ class Inflight:
 
 @dataclass
 class SessionRecord:
-    """One live ACP session; ``owner`` is the child fiber its agent belongs to."""
+    """One live ACP session; ``owner`` is the child fiber its agent belongs to.
+
+    ``terminal`` (whether tool calls render as terminal cards, and the session's cwd)
+    is fixed when the session is registered: neither changes for a session.
+    """
 
     session_id: str
     agent: Agent
     presenter: ToolPresenter
-    terminal_enabled: bool
+    terminal: TerminalContext
     owner: Fiber
     inflight: Inflight | None = field(default=None)
 
@@ -220,7 +224,7 @@ class AcpBridge:
             session_id=session_id,
             agent=agent,
             presenter=ToolPresenter(self._tools, self._warn),
-            terminal_enabled=self._terminal_output,
+            terminal=TerminalContext(self._terminal_output, agent.session.header.get("cwd")),
             owner=owner,
         )
         self._sessions[session_id] = record
@@ -287,9 +291,10 @@ class AcpBridge:
             self._loading.discard(session_id)
         record = self._register(session_id, agent, owner)
         replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
-        terminal = TerminalContext(record.terminal_enabled, agent.session.header.get("cwd"))
         for event in agent.session.events:
-            stream_session_event_update(session_id, event, self._notify, replay, terminal, include_user_messages=True)
+            stream_session_event_update(
+                session_id, event, self._notify, replay, record.terminal, include_user_messages=True
+            )
         return {}
 
     async def _check_persisted_cwd(self, session_id: str, cwd: str) -> None:
@@ -368,9 +373,8 @@ class AcpBridge:
         record = self._sessions.get(session.id)
         if record is None or record.agent.session is not session:
             return
-        terminal = TerminalContext(record.terminal_enabled, session.header.get("cwd"))
         stream_session_event_update(
-            record.session_id, event, self._notify, record.presenter, terminal, include_user_messages=False
+            record.session_id, event, self._notify, record.presenter, record.terminal, include_user_messages=False
         )
         inflight = record.inflight
         if inflight is None:
