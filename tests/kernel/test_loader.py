@@ -447,6 +447,33 @@ async def test_an_include_entry_is_one_fiber_owning_the_included_tree(tree_dir: 
     assert leftovers(root, [services, hello]) == []
 
 
+async def test_each_file_of_a_nested_include_chain_is_read_once(
+    tree_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(extra) load_tree loads an include from the tree parse_tree read, not by reading the file again"""
+    import dsh.kernel.loader as loader
+
+    write(tree_dir / "leaf.yml", "- {id: greeter, name: ./plugins/greeter.py:Greeter}\n")
+    write(tree_dir / "inner.yml", "- {id: leaf, name: include, config: {path: leaf.yml}}\n")
+    tree = write(tree_dir / "tree.yml", "- {id: inner, name: include, config: {path: inner.yml}}\n")
+    reads: list[str] = []
+    original = loader._read_yaml
+
+    def counting(file: Path) -> Any:
+        reads.append(file.name)
+        return original(file)
+
+    monkeypatch.setattr(loader, "_read_yaml", counting)
+    root = Context()
+    (inner,) = await load_tree(root, tree)
+    await ticks()
+    assert sorted(reads) == ["inner.yml", "leaf.yml", "tree.yml"]
+    assert root.get(GREETER) is not None
+    await inner.dispose()
+    assert root.get(GREETER) is None
+    await root.dispose()
+
+
 async def test_the_include_plugin_loads_a_tree_directly(tree_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """ctx.plugin(include, {path}) boots a tree as one fiber (paths relative to the working directory)."""
     write(tree_dir / "tree.yml", "- {id: greeter, name: ./plugins/greeter.py:Greeter}\n")

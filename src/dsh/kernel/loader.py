@@ -354,7 +354,7 @@ async def load_tree(ctx: Context, path: str | os.PathLike[str]) -> list[Fiber]:
     counts as loaded. On a failure, disposes what this call loaded (last first)
     and raises :class:`LoaderError`.
     """
-    return await load_entries(ctx, parse_tree(path))
+    return await _load(ctx, parse_tree(path), parsed=True)
 
 
 async def load_entries(ctx: Context, entries: Sequence[PluginEntry]) -> list[Fiber]:
@@ -363,13 +363,19 @@ async def load_entries(ctx: Context, entries: Sequence[PluginEntry]) -> list[Fib
     For trees built in code (no YAML to write and parse): the entries are used as
     given, without the checks :func:`parse_tree` makes on a file (well-formed, unique
     ids). Each ``entry.file`` anchors the entry's relative paths and names it in
-    errors. Same result and failure rules as :func:`load_tree`.
+    errors; an ``include`` entry loads the file its ``config.path`` names. Same
+    result and failure rules as :func:`load_tree`.
     """
+    return await _load(ctx, entries, parsed=False)
+
+
+async def _load(ctx: Context, entries: Sequence[PluginEntry], *, parsed: bool) -> list[Fiber]:
+    """``parsed``: the entries come from :func:`parse_tree`, so an include's ``children`` are its tree, read once."""
     fibers: list[Fiber] = []
     try:
         for entry in entries:
             where = f'{entry.file}: entry "{entry.id}" ({entry.name})'
-            fiber = _start(ctx, entry, where)
+            fiber = _start(ctx, entry, where, parsed)
             fibers.append(fiber)
             try:
                 await fiber
@@ -403,11 +409,20 @@ async def settle_boots(ctx: Context) -> None:
         await asyncio.wait(starting)
 
 
-def _start(ctx: Context, entry: PluginEntry, where: str) -> Fiber:
+def _parsed_include(children: tuple[PluginEntry, ...]) -> PluginSpec:
+    """The ``include`` plugin for a tree :func:`parse_tree` already read: it loads ``children`` as they are."""
+
+    async def apply(ctx: Context, config: IncludeConfig) -> None:
+        await _load(ctx, children, parsed=True)
+
+    return PluginSpec(name=INCLUDE, apply=apply, Config=IncludeConfig)
+
+
+def _start(ctx: Context, entry: PluginEntry, where: str, parsed: bool) -> Fiber:
     config: Mapping[str, Any] | None = entry.config
     try:
         if entry.is_include:
-            plugin: object = include
+            plugin: object = _parsed_include(entry.children) if parsed else include
             config = {**(entry.config or {}), "path": str(_include_target(entry))}
         else:
             plugin = resolve_plugin(entry.name, entry.file.parent)
