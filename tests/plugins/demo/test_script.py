@@ -144,6 +144,18 @@ def test_a_summary_reports_a_non_zero_exit_and_an_empty_output() -> None:
     quiet = summarize_result(result("(no output)\n[exit code: 1]"), "false")
     assert quiet == f"{LABEL} `false` exited with code 1 and printed nothing."
     assert summarize_result(result("  \n"), "x") == f"{LABEL} `x` finished and printed nothing."
+    assert summarize_result(result("ok\n[exit code: 0]"), "true").startswith(
+        f"{LABEL} `true` finished and printed 1 line:"
+    )
+
+
+def test_a_summary_reports_a_command_killed_by_a_signal() -> None:
+    """(extra) the signal marker is the status, not a line of output"""
+    killed = summarize_result(result("(no output)\n[killed by signal: SIGKILL]"), "sleep 9")
+    assert killed == f"{LABEL} `sleep 9` was killed by signal SIGKILL and printed nothing."
+    partial = summarize_result(result("tick\n[killed by signal: SIGTERM]"), "loop")
+    assert partial.startswith(f"{LABEL} `loop` was killed by signal SIGTERM and printed 1 line:")
+    assert "killed by signal: SIGTERM]" not in partial
 
 
 def test_a_summary_of_a_tool_error_says_the_call_failed() -> None:

@@ -23,7 +23,8 @@ LABEL = "[demo model]"
 PREVIEW_LINES = 10
 """How many output lines a summary quotes (the last ones)."""
 
-_EXIT_MARKER = re.compile(r"\n\[exit code: (\d+)\]\Z")
+_END_MARKER = re.compile(r"\n\[(?:exit code: (\d+)|killed by signal: ([^\]\n]+))\]\Z")
+"""The bash tool's last line when the command did not exit 0: its exit code, or the signal that killed it."""
 
 
 @dataclass(frozen=True)
@@ -111,13 +112,16 @@ def summarize_result(result: ToolResultBlock, command: str | None) -> str:
     output = "".join(_texts(result["content"]))
     if result.get("isError") is True:
         return f"{LABEL} The bash tool could not run {what}: {output.strip() or 'no details'}"
-    exit_code = 0
-    marker = _EXIT_MARKER.search(output)
+    status = "finished"
+    marker = _END_MARKER.search(output)
     if marker is not None:
-        exit_code = int(marker.group(1))
+        code, signal = marker.groups()
+        if signal is not None:
+            status = f"was killed by signal {signal}"
+        elif int(code) != 0:
+            status = f"exited with code {code}"
         output = output[: marker.start()]
     lines = output.rstrip("\n").split("\n") if output.strip() else []
-    status = "finished" if exit_code == 0 else f"exited with code {exit_code}"
     if not lines or output == "(no output)":
         return f"{LABEL} {what} {status} and printed nothing."
     shown = lines[-PREVIEW_LINES:]
