@@ -73,11 +73,8 @@ def apply(ctx: Context, config: Config) -> None:
         if trace is None:  # an event emitted for a session the store never announced
             trace = traces[session] = SessionTrace()
         check_event(trace, event)
-        if freeze:  # _freeze_event, inlined: this runs for every streamed chunk
-            data = event.get("data")
-            frozen = freeze_data(data)
-            if frozen is not data:
-                _set_item(event, "data", frozen)
+        if freeze:
+            _freeze_event(event)
 
     def on_status(agent: Agent, status: AgentStatus) -> None:
         previous = statuses.get(agent)
