@@ -319,6 +319,7 @@ FROZEN: dict[str, list[str]] = {
         "UsageData",
         "derive_messages",
         "dumps_json",
+        "event_line",
         "header_line",
         "interrupted_turn_closers",
         "is_json_value",

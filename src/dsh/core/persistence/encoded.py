@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from json.encoder import encode_basestring
 from typing import TypeAlias, overload
 
-from dsh.core.session import SessionEvent, dumps_json, json_snapshot
+from dsh.core.session import SessionEvent, dumps_json, event_line, json_snapshot
 
 EncodedEvent: TypeAlias = tuple[str, int, int, str]
 """``(type, seq, time, data)``: an event's envelope and the compact JSON text of its ``data``."""
@@ -95,11 +94,7 @@ class EncodedEvents(Sequence[SessionEvent]):
 
     def lines(self) -> list[str]:
         """The JSONL line of each event, without newline: what :func:`~dsh.core.session.session_event_line` writes."""
-        quote = encode_basestring
-        return [
-            f'{{"type":{quote(kind)},"seq":{seq},"time":{time},"data":{data}}}'
-            for kind, seq, time, data in self._records
-        ]
+        return [event_line(kind, seq, time, data) for kind, seq, time, data in self._records]
 
     def __len__(self) -> int:
         return len(self._records)

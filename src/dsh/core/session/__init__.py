@@ -44,6 +44,7 @@ from dsh.core.session.types import (
     UsageData,
 )
 from dsh.core.session.validate import (
+    event_line,
     header_line,
     parse_session_event,
     parse_session_event_line,
@@ -94,6 +95,7 @@ __all__ = [
     "UsageData",
     "derive_messages",
     "dumps_json",
+    "event_line",
     "header_line",
     "interrupted_turn_closers",
     "is_json_value",

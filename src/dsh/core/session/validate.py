@@ -504,18 +504,28 @@ def parse_session_header_line(line: str) -> SessionHeader:
 
 
 # ----------------------------------------------------------------------- writing
+def event_line(kind: str, seq: int, time: int, data_json: str) -> str:
+    """The JSONL text ``{"type","seq","time","data"}`` of an event whose ``data`` is already encoded.
+
+    ``kind`` must be an exact ``str`` and ``seq``/``time`` exact ``int`` (the
+    envelope ``Session.append`` logs); ``data_json`` is compact JSON. No newline.
+    The one place the line format is written: :func:`session_event_line` and the
+    persistence coordinator's encoded batches both use it.
+    """
+    return f'{{"type":{encode_basestring(kind)},"seq":{seq},"time":{time},"data":{data_json}}}'
+
+
 def session_event_line(event: SessionEvent) -> str:
     """The JSONL text of ``event``: ``{"type","seq","time","data"}`` compact, no newline.
 
-    Runs once per persisted event (in a storage worker thread, say), so the usual
-    envelope (a ``str`` type, ``int`` seq and time) is spliced around the encoded
-    ``data`` rather than encoded as a dict. Thread-safe.
+    The usual envelope (a ``str`` type, ``int`` seq and time) is spliced around the
+    encoded ``data`` (:func:`event_line`) rather than encoded as a dict. Thread-safe.
     """
     kind = event["type"]
     seq = event["seq"]
     time = event["time"]
     if type(kind) is str and type(seq) is int and type(time) is int:
-        return f'{{"type":{encode_basestring(kind)},"seq":{seq},"time":{time},"data":{dumps_json(event["data"])}}}'
+        return event_line(kind, seq, time, dumps_json(event["data"]))
     return dumps_json({"type": kind, "seq": seq, "time": time, "data": event["data"]})
 
 
