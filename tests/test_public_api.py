@@ -271,6 +271,7 @@ FROZEN: dict[str, list[str]] = {
         "assert_serializable",
         "escape_lone_surrogates",
         "loads_stored_json",
+        "make_private_dirs",
         "parse_event_lines",
         "parse_event_rows",
         "paused_gc",

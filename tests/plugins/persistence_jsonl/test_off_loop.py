@@ -23,7 +23,7 @@ import pytest
 
 import dsh.plugins.persistence_jsonl.files as files
 import dsh.plugins.persistence_jsonl.plugin as plugin
-from dsh.core.persistence import run_blocking
+from dsh.core.persistence import make_private_dirs, run_blocking
 from dsh.plugins.persistence_jsonl import bucket_name, log_path
 from tests.core.persistence.helpers import CWD, Rig, meta, one_user_turn, seqs, short_turn
 from tests.core.session.helpers import one_turn_log
@@ -266,6 +266,6 @@ async def test_directory_entries_are_fsynced_when_created_and_once_per_instance_
 def test_make_private_dirs_reports_the_directories_it_created(tmp_path: Path) -> None:
     """(outermost first; existing directories are left alone and not reported)"""
     deep = tmp_path / "x" / "y" / "z"
-    assert files.make_private_dirs(str(deep)) == [str(tmp_path / "x"), str(tmp_path / "x" / "y"), str(deep)]
-    assert files.make_private_dirs(str(deep)) == []
-    assert files.make_private_dirs(str(deep / "w")) == [str(deep / "w")]
+    assert make_private_dirs(str(deep)) == [str(tmp_path / "x"), str(tmp_path / "x" / "y"), str(deep)]
+    assert make_private_dirs(str(deep)) == []
+    assert make_private_dirs(str(deep / "w")) == [str(deep / "w")]

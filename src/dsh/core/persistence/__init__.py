@@ -7,13 +7,15 @@
   live sessions, write-behind buffers, flush, per-id ordering, dispose drain);
 * :class:`CoordinatedPersistence`: hooks + coordinator = the service;
 * :class:`MemoryPersistence`: the in-memory backend plugin;
-* helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop)
+* helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop),
+  :func:`make_private_dirs` (0700 directories, safe against concurrent creators)
   and the bulk read-back of :mod:`~dsh.core.persistence.readback`.
 """
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
 from dsh.core.persistence.coordinated import CoordinatedPersistence
 from dsh.core.persistence.coordinator import PersistenceCoordinator
+from dsh.core.persistence.dirs import make_private_dirs
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.jsontext import escape_lone_surrogates
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
@@ -40,6 +42,7 @@ __all__ = [
     "assert_serializable",
     "escape_lone_surrogates",
     "loads_stored_json",
+    "make_private_dirs",
     "parse_event_lines",
     "parse_event_rows",
     "paused_gc",

@@ -17,7 +17,6 @@ import contextlib
 import os
 import secrets
 
-DIR_MODE = 0o700
 FILE_MODE = 0o600
 READ_CHUNK = 8192
 
@@ -35,25 +34,6 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def make_private_dirs(path: str) -> list[str]:
-    """Create directory ``path`` and its missing ancestors, each with mode 0700.
-
-    Directories that exist are left as they are. Returns the directories this call
-    created, outermost first (their parents' entries are not yet durable).
-    """
-    try:
-        os.mkdir(path, DIR_MODE)
-    except FileExistsError:
-        return []
-    except FileNotFoundError:
-        created = make_private_dirs(os.path.dirname(path))
-        with contextlib.suppress(FileExistsError):  # another writer made it meanwhile
-            os.mkdir(path, DIR_MODE)
-            created.append(path)
-        return created
-    return [path]
 
 
 def exists(path: str) -> bool:

@@ -17,6 +17,7 @@ from dsh.core.persistence import (
     PersistenceError,
     StoredPrefix,
     escape_lone_surrogates,
+    make_private_dirs,
     run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader, header_line
@@ -25,7 +26,6 @@ from dsh.plugins.persistence_jsonl.files import (
     append_durably,
     exists,
     fsync_dir,
-    make_private_dirs,
     publish_new_file,
     read_first_line,
     read_if_exists,

@@ -19,6 +19,7 @@ from dsh.core.persistence import (
     PersistenceError,
     StoredPrefix,
     escape_lone_surrogates,
+    make_private_dirs,
     paused_gc,
     run_blocking,
 )
@@ -91,7 +92,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         if path != MEMORY_PATH:
             path = os.path.abspath(path)
             try:
-                _make_private_parents(path)
+                make_private_dirs(os.path.dirname(path))
             except OSError as error:
                 raise PersistenceError(
                     f'cannot create the directory of the session database "{path}": {error} '
@@ -215,13 +216,3 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
             await run_blocking(self._worker, self.db.close)
         finally:
             self._worker.shutdown()
-
-
-def _make_private_parents(path: str) -> None:
-    parent = os.path.dirname(path)
-    missing: builtins.list[str] = []
-    while not os.path.isdir(parent):
-        missing.append(parent)
-        parent = os.path.dirname(parent)
-    for directory in reversed(missing):
-        os.mkdir(directory, 0o700)
