@@ -18,7 +18,6 @@ import asyncio
 import os
 import signal
 import sys
-from typing import Any
 
 from dsh import __version__
 from dsh.cli.agent import agent_model
@@ -27,7 +26,7 @@ from dsh.cli.errors import CliError, report
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree, resolve_tree
 from dsh.cli.settings import Settings
 from dsh.cli.signals import first_of, on_signals
-from dsh.kernel import Context, PluginSpec, ServiceKey
+from dsh.kernel import Context, ServiceKey
 
 AGENT_NAME = "dsh"
 """The agent name announced in the ``initialize`` answer."""
@@ -68,19 +67,12 @@ async def serve(
         out_fd = sys.stdout.fileno() if stdout is None else stdout
         err_fd = sys.stderr.fileno() if stderr is None else stderr
         transport = await acp.StdioTransport.open(in_fd, out_fd)
-
-        def start(ctx: Context, _raw: Any) -> Any:
-            return acp.apply(ctx, config, transport=transport)
-
         saved = os.dup(out_fd)
         os.dup2(err_fd, out_fd)
         stop = asyncio.Event()
         try:
             with on_signals(stop.set, signal.SIGINT, signal.SIGTERM):
-                fiber = await root.plugin(PluginSpec(name=acp.name, inject=list(acp.inject), apply=start))
-                bridge: acp.AcpBridge = fiber.instance
-                await first_of(asyncio.ensure_future(bridge.wait_closed()), stop)
-                await fiber.dispose()
+                await first_of(asyncio.ensure_future(acp.run_acp(root, config, transport=transport)), stop)
         finally:
             await transport.aclose()
             os.dup2(saved, out_fd)
