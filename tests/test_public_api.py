@@ -253,6 +253,7 @@ FROZEN: dict[str, list[str]] = {
         "parse_stream_chunk",
         "parse_token_usage",
         "text",
+        "text_of",
     ],
     "dsh.core.persistence": [
         "MISSING",
@@ -534,7 +535,6 @@ FROZEN: dict[str, list[str]] = {
         "inject",
         "name",
         "read_lines",
-        "result_text",
         "stdio_runtime",
     ],
     "dsh.testing": [],

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from dsh.core.agent import AGENT_STREAM_CHUNK, Agent
-from dsh.core.llm import StreamChunk
+from dsh.core.llm import StreamChunk, text_of
 from dsh.core.persistence import escape_lone_surrogates
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent, session_event_line
 from dsh.kernel import Context
@@ -35,7 +35,7 @@ def _write(stream: Any, text: str) -> bool:
 
 
 def _result_line(content: Any) -> str:
-    joined = "".join(block["text"] for block in content if block.get("type") == "text")
+    joined = text_of(content)
     lines = joined.strip("\n").split("\n")
     first = lines[0]
     if len(first) > RESULT_PREVIEW:

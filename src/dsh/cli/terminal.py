@@ -29,7 +29,7 @@ from rich.text import Text
 
 from dsh.cli.agent import describe_reason
 from dsh.core.agent import AGENT_STEP_START, AGENT_STREAM_CHUNK, AGENT_TURN_END, Agent
-from dsh.core.llm import StreamChunk
+from dsh.core.llm import StreamChunk, text_of
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context
@@ -39,10 +39,6 @@ RESULT_LINES = 12
 
 PROMPT = "[bold cyan]›[/] "
 """What the view prints when the agent waits for input."""
-
-
-def _text_of(content: Any) -> str:
-    return "".join(block["text"] for block in content if block.get("type") == "text")
 
 
 def _tail(output: str, lines: int = RESULT_LINES) -> str:
@@ -163,7 +159,7 @@ class TerminalView:
                 presented = None
             if presented is not None:
                 title = f"$ {presented.title}" if presented.kind == "execute" else presented.title
-                detail = _text_of(presented.content or []) or None
+                detail = text_of(presented.content or []) or None
         body: RenderableType = Text(title, style="bold")
         if detail is not None:
             body = Group(body, Text(detail, style="dim"))
@@ -171,7 +167,7 @@ class TerminalView:
 
     def result_card(self, content: Any, *, is_error: bool) -> Panel:
         """The card of a tool result: its last lines, red when the call failed."""
-        output = _text_of(content) or "(no output)"
+        output = text_of(content) or "(no output)"
         return Panel(
             Text(_tail(output)),
             title="error" if is_error else "result",

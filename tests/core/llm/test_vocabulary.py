@@ -10,6 +10,7 @@ from dsh.core.llm import (
     GenerateOptions,
     GenerateResult,
     text,
+    text_of,
 )
 from dsh.kernel import EmitEvent, WaterfallEvent
 
@@ -63,3 +64,15 @@ def test_the_package_exports_a_sorted_resolvable_all() -> None:
         "StreamChunk",
     ):
         assert required in names
+
+
+def test_text_of_joins_the_text_blocks_and_skips_the_others() -> None:
+    """(extra) text_of concatenates text blocks in order; images, calls and reasoning are skipped"""
+    content = [
+        {"type": "text", "text": "a"},
+        {"type": "image", "data": "x", "mimeType": "image/png"},
+        {"type": "reasoning", "text": "hidden"},
+        {"type": "text", "text": "b"},
+    ]
+    assert text_of(content) == "ab"
+    assert text_of([]) == ""

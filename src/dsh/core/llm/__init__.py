@@ -45,6 +45,7 @@ from dsh.core.llm.types import (
     UsageChunk,
     UserSource,
     text,
+    text_of,
 )
 from dsh.core.llm.validate import (
     parse_content_block,
@@ -99,4 +100,5 @@ __all__ = [
     "parse_stream_chunk",
     "parse_token_usage",
     "text",
+    "text_of",
 ]

@@ -11,6 +11,7 @@ fall through for a variant it does not know (SPEC §0.6). Only ``StreamChunk`` i
 closed union inside the assembler.
 """
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypeAlias
 
@@ -205,3 +206,8 @@ class GenerateResult:
 def text(value: str) -> TextBlock:
     """A text content block."""
     return {"type": "text", "text": value}
+
+
+def text_of(content: Iterable[Mapping[str, Any]]) -> str:
+    """The ``text`` of every text block in ``content``, concatenated; other blocks are skipped."""
+    return "".join(block["text"] for block in content if block.get("type") == "text")

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh.core.llm import ContentBlock, Message, ToolResultBlock
+from dsh.core.llm import ContentBlock, Message, ToolResultBlock, text_of
 from dsh.core.session import dumps_json
 
 LABEL = "[demo model]"
@@ -109,7 +109,7 @@ def announce(call: PlannedCall) -> str:
 def summarize_result(result: ToolResultBlock, command: str | None) -> str:
     """A short report on ``result``: the exit, the line count and the last lines of output."""
     what = f"`{command}`" if command is not None else "The command"
-    output = "".join(_texts(result["content"]))
+    output = text_of(result["content"])
     if result.get("isError") is True:
         return f"{LABEL} The bash tool could not run {what}: {output.strip() or 'no details'}"
     status = "finished"

@@ -27,7 +27,7 @@ from dsh.plugins.ui_stdio.chat import (
 )
 from dsh.plugins.ui_stdio.lines import read_lines
 from dsh.plugins.ui_stdio.plugin import Config, apply, exit_process, inject, name, stdio_runtime
-from dsh.plugins.ui_stdio.render import DIM, PROMPT, RESET, Renderer, result_text
+from dsh.plugins.ui_stdio.render import DIM, PROMPT, RESET, Renderer
 
 __all__ = [
     "DIM",
@@ -48,6 +48,5 @@ __all__ = [
     "inject",
     "name",
     "read_lines",
-    "result_text",
     "stdio_runtime",
 ]

@@ -7,9 +7,8 @@ dimmed reasoning run, which every other kind of output ends first.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from dsh.core.llm import StreamChunk
+from dsh.core.llm import StreamChunk, text_of
 from dsh.core.session import SessionEvent
 
 DIM = "\x1b[2m"
@@ -20,11 +19,6 @@ RESET = "\x1b[0m"
 
 PROMPT = "\n> "
 """Written after every turn (and after the welcome banner)."""
-
-
-def result_text(content: Any) -> str:
-    """The text blocks of a tool result's ``content``, concatenated; other blocks are skipped."""
-    return "".join(block["text"] for block in content if block.get("type") == "text")
 
 
 class Renderer:
@@ -74,7 +68,7 @@ class Renderer:
             self._undim("")
             self._write(f"\n  [tool call] {data['name']}({data['arguments']})")
         elif kind == "tool/result":
-            self._write(f"\n  [tool result] {result_text(data['content'])}\n  ")
+            self._write(f"\n  [tool result] {text_of(data['content'])}\n  ")
 
     def _undim(self, after: str) -> None:
         if self._dim:
