@@ -278,6 +278,7 @@ FROZEN: dict[str, list[str]] = {
         "paused_gc",
         "run_blocking",
         "seed_covers_prefix",
+        "torn_tail",
     ],
     "dsh.core.session": [
         "INTERRUPTED_RESULT_TEXT",

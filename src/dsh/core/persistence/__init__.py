@@ -20,7 +20,13 @@ from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.jsontext import escape_lone_surrogates
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
 from dsh.core.persistence.offload import run_blocking
-from dsh.core.persistence.readback import loads_stored_json, parse_event_lines, parse_event_rows, paused_gc
+from dsh.core.persistence.readback import (
+    loads_stored_json,
+    parse_event_lines,
+    parse_event_rows,
+    paused_gc,
+    torn_tail,
+)
 from dsh.core.persistence.service import SESSION_PERSISTENCE, LoadedSession, SessionPersistence
 from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
 from dsh.core.session import SessionHeader
@@ -48,4 +54,5 @@ __all__ = [
     "paused_gc",
     "run_blocking",
     "seed_covers_prefix",
+    "torn_tail",
 ]

@@ -27,7 +27,7 @@ import gc
 import json
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -411,6 +411,25 @@ def parse_event_rows(rows: Iterable[tuple[int, str, int, str]]) -> list[SessionE
 _gc_lock = threading.Lock()
 _gc_pauses = 0
 _gc_was_enabled = False
+
+
+def torn_tail(parsed: Sequence[SessionEvent | Exception]) -> tuple[int, bool]:
+    """Where a read-back log stops being intact, and whether that damage is committed (SPEC §4.5).
+
+    ``parsed`` is what :func:`parse_event_lines` / :func:`parse_event_rows` returned.
+    Returns ``(bad, committed)``: ``bad`` is the index of the first hole (an
+    exception) or out-of-sequence event (``len(parsed)`` when there is none), and
+    ``committed`` is true when a parseable ``turn/end`` lies at or after it -- damage in
+    committed history, which a backend must refuse (``CORRUPT_LOG``); otherwise the
+    events from ``bad`` on are a torn tail to drop.
+    """
+    bad = len(parsed)
+    for index, item in enumerate(parsed):
+        if isinstance(item, Exception) or item["seq"] != index:
+            bad = index
+            break
+    committed = any(not isinstance(item, Exception) and item["type"] == "turn/end" for item in parsed[bad:])
+    return bad, committed
 
 
 @contextmanager

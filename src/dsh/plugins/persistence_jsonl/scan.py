@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from dsh.core.errors import HarnessError
-from dsh.core.persistence import PersistenceError, loads_stored_json, parse_event_lines
+from dsh.core.persistence import PersistenceError, loads_stored_json, parse_event_lines, torn_tail
 from dsh.core.session import SessionEvent, SessionHeader, parse_session_header
 
 NOT_A_HEADER = "corrupt session log: first line is not a session header"
@@ -99,13 +99,9 @@ def scan_log(buffer: bytes) -> LogScan:
     first = lines[0]
     meta = _header_from_text(first) if isinstance(first, str) else parse_header_line(first)
     parsed = parse_event_lines(lines[1:])
-    bad = len(parsed)  # the first line that is a hole or out of sequence
-    for index, item in enumerate(parsed):
-        if isinstance(item, Exception) or item["seq"] != index:
-            bad = index
-            break
-    if any(not isinstance(item, Exception) and item["type"] == "turn/end" for item in parsed[bad:]):
-        item = parsed[bad]  # damage at or before the last parseable turn/end: committed history
+    bad, committed = torn_tail(parsed)  # bad: the first line that is a hole or out of sequence
+    if committed:
+        item = parsed[bad]
         if isinstance(item, Exception):
             raise PersistenceError(
                 f"corrupt session log: unparsable committed event at line {bad + 1}", "CORRUPT_LOG", item

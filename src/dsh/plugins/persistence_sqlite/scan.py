@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias, cast
 
-from dsh.core.persistence import MISSING, PersistenceError, parse_event_rows
+from dsh.core.persistence import MISSING, PersistenceError, parse_event_rows, torn_tail
 from dsh.core.session import SessionEvent
 
 EventRow: TypeAlias = tuple[int, str, int, str]
@@ -38,13 +38,9 @@ def scan_rows(rows: Sequence[EventRow]) -> RowScan:
     caller.
     """
     parsed = parse_event_rows(rows)
-    bad = len(parsed)  # the first row that is unparseable or out of sequence
-    for index, item in enumerate(parsed):
-        if isinstance(item, Exception) or item["seq"] != index:
-            bad = index
-            break
-    if any(not isinstance(item, Exception) and item["type"] == "turn/end" for item in parsed[bad:]):
-        item, seq = parsed[bad], rows[bad][0]  # damage at or before the last parseable turn/end
+    bad, committed = torn_tail(parsed)  # bad: the first row that is unparseable or out of sequence
+    if committed:
+        item, seq = parsed[bad], rows[bad][0]
         if isinstance(item, Exception):
             raise PersistenceError(f"corrupt session log: unparsable committed event at seq {seq}", "CORRUPT_LOG", item)
         raise PersistenceError(
