@@ -1,8 +1,8 @@
-"""The adapter's own HTTP client: created when the plugin loads, its TLS set up off the event loop.
+"""The adapter's own aiohttp session: created on the first stream, its TLS set up off the event loop.
 
-Loading a CA bundle takes tens of milliseconds; for an ``https`` base URL the plugin starts
-that in a worker thread so it overlaps the rest of the boot. A plain ``http`` base URL
-needs no TLS and starts nothing.
+Loading a CA bundle (and importing aiohttp) takes tens of milliseconds; for an ``https``
+base URL the plugin starts that in a worker thread so it overlaps the rest of the boot. A
+plain ``http`` base URL needs no TLS and starts nothing.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import asyncio
 import socket
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 import dsh.adapters.deepseek as deepseek
 from dsh.adapters.deepseek import DeepSeekAdapter
-from dsh.adapters.http import HttpClient, TlsSetupError
 from dsh.core.errors import LlmError
 from dsh.core.llm import LlmService
 from dsh.kernel import Context
@@ -70,8 +70,8 @@ async def test_an_https_base_URL_loads_the_CA_bundle_in_a_worker_thread(
     assert caught.value.code == "CLOSED"
 
 
-async def test_prepare_is_idempotent_and_a_given_client_is_never_replaced_or_closed(server: WireServer) -> None:
-    """prepare() starts one TLS setup at most, and none for a caller's client"""
+async def test_prepare_is_idempotent_and_a_given_session_is_never_replaced_or_closed(server: WireServer) -> None:
+    """prepare() starts one TLS setup at most, none for http; a caller's session stays open"""
     owned = DeepSeekAdapter(KEY, f"https://127.0.0.1:{closed_port()}")
     owned.prepare()
     owned.prepare()
@@ -79,8 +79,8 @@ async def test_prepare_is_idempotent_and_a_given_client_is_never_replaced_or_clo
     await owned.aclose()
     assert other_tasks() == set()
     server.add(text_reply("given"))
-    async with HttpClient() as client:
-        async with DeepSeekAdapter(KEY, server.base_url, client=client) as given:
+    async with aiohttp.ClientSession() as client:
+        async with DeepSeekAdapter(KEY, server.base_url, session=client) as given:
             given.prepare()
             assert other_tasks() == set()
             assert kinds(await collect(given.stream(options())))[-1] == "finish"
@@ -105,6 +105,6 @@ async def test_a_CA_bundle_that_cannot_be_loaded_fails_calls_with_NETWORK_naming
         assert caught.value.code == "NETWORK"
         assert "SSL_CERT_FILE" in str(caught.value)
         assert f"{base_url}/chat/completions" in str(caught.value)
-        assert isinstance(caught.value.__cause__, TlsSetupError)
+        assert isinstance(caught.value.__cause__, FileNotFoundError)
     await adapter.aclose()
     assert other_tasks() == set()

@@ -1,0 +1,91 @@
+"""The DeepSeek adapter's HTTP transport: an ``aiohttp`` session, its TLS context, its failures.
+
+:func:`new_session` builds the ONE ``aiohttp.ClientSession`` an adapter owns: a keep-alive
+pool, proxies from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (``trust_env``), and the
+timeouts :data:`CONNECT_TIMEOUT` and :data:`READ_TIMEOUT`. aiohttp is imported there (or
+in :func:`load_ssl_context`, which the adapter runs in a worker thread), not when this
+module is, so importing the adapter stays cheap.
+
+:func:`load_ssl_context` builds the verifying TLS context of ``https`` requests from, in
+order of preference, ``$SSL_CERT_FILE`` / ``$SSL_CERT_DIR``, the ``certifi`` bundle when
+installed, the system store. A CA file or directory that cannot be loaded raises
+``LlmError`` ``NETWORK`` naming the variable to fix.
+
+:func:`network_error` turns an aiohttp failure before the answer arrived into the
+``NETWORK`` error that names the URL and where to fix it.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from typing import TYPE_CHECKING
+
+from dsh.core.errors import LlmError, error_message
+
+if TYPE_CHECKING:
+    import aiohttp
+
+CONNECT_TIMEOUT = 30.0
+"""Seconds to open a connection (TCP, TLS handshake, proxy tunnel), waiting for a free pool slot included."""
+
+READ_TIMEOUT = 300.0
+"""Seconds each read of the answer may wait (the head included): thinking can be slow."""
+
+
+def new_session() -> aiohttp.ClientSession:
+    """A keep-alive session with proxies from the environment and the adapter's timeouts (call it on the loop)."""
+    import aiohttp  # here, not at module level: importing aiohttp costs more than the rest of the adapter
+
+    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+    return aiohttp.ClientSession(timeout=timeout, trust_env=True)
+
+
+def load_ssl_context(url: str) -> ssl.SSLContext:
+    """The verifying TLS context for ``url``'s requests (see the module docstring); tens of milliseconds.
+
+    Also imports aiohttp, so that a worker thread running this pays for both.
+    """
+    import aiohttp  # noqa: F401  -- warms the import off the event loop (see the docstring)
+
+    cafile = os.environ.get("SSL_CERT_FILE") or None
+    capath = os.environ.get("SSL_CERT_DIR") or None
+    if cafile is None and capath is None:
+        return ssl.create_default_context(cafile=_certifi_bundle())
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
+        variable, value = ("SSL_CERT_FILE", cafile) if cafile is not None else ("SSL_CERT_DIR", capath)
+        raise LlmError(
+            f"cannot set up TLS for {url}: cannot load the CA certificates named by {variable}={value!r}: "
+            f"{error} (point {variable} at a readable PEM bundle, or unset it)",
+            "NETWORK",
+            cause=error,
+        ) from error
+
+
+def _certifi_bundle() -> str | None:
+    """``certifi.where()`` when certifi is installed, else None (the system store)."""
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover -- certifi comes with the openai SDK's dependencies
+        return None
+    where: str = certifi.where()
+    return where
+
+
+def network_error(url: str, error: aiohttp.ClientError) -> LlmError:
+    """The ``NETWORK`` failure of a request that got no answer, naming where to fix it."""
+    import aiohttp
+
+    if isinstance(error, aiohttp.InvalidURL):
+        message = f"DeepSeek API URL {url!r} is invalid (check baseURL / $DEEPSEEK_BASE_URL)"
+    else:
+        message = (
+            f"DeepSeek API request to {url} failed: {error_message(error)} "
+            "(check baseURL / $DEEPSEEK_BASE_URL and the network)"
+        )
+    return LlmError(message, "NETWORK", cause=error)
+
+
+__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "load_ssl_context", "network_error", "new_session"]
