@@ -231,3 +231,23 @@ async def test_pieces_of_the_body_after_DONE_are_read_to_the_end_and_dropped() -
     assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
     assert await body.read() == b""
     assert body.closed
+
+
+async def test_a_piece_that_completes_no_event_waits_for_the_next() -> None:
+    """a body piece inside an event yields nothing until the piece that ends it"""
+    event = b'data: {"choices":[{"delta":{"content":"whole"}}]}\n\ndata: [DONE]\n\n'
+    chunks = await stream_body(FakeResponse(source([event[:9], event[9:]])))
+    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "whole"}
+
+
+async def test_an_unexpected_failure_while_draining_after_DONE_does_not_fail_the_stream() -> None:
+    """once [DONE] arrived, whatever goes wrong reading the tail is not the stream's outcome"""
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n'
+        raise RuntimeError("the tail broke")
+
+    response = FakeResponse(body())
+    chunks = await stream_body(response)
+    assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+    assert response.closed
