@@ -1,8 +1,8 @@
 """The adapter's own aiohttp session: created on the first stream, its TLS set up off the event loop.
 
-Loading a CA bundle (and importing aiohttp) takes tens of milliseconds; for an ``https``
-base URL the plugin starts that in a worker thread so it overlaps the rest of the boot. A
-plain ``http`` base URL needs no TLS and starts nothing.
+Importing aiohttp and loading a CA bundle take tens of milliseconds each; the plugin starts
+them in a worker thread (the CA bundle only for an ``https`` base URL) so they overlap the
+rest of the boot.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ def closed_port() -> int:
     return port
 
 
-async def test_the_plugin_streams_through_one_pooled_connection_and_starts_no_task_for_http(
+async def test_the_plugin_streams_through_one_pooled_connection_and_imports_aiohttp_in_a_thread(
     root: Context, llm: LlmService, server: WireServer, clean_env: pytest.MonkeyPatch
 ) -> None:
-    """an http base URL needs no TLS: loading starts no task; calls share one keep-alive connection"""
+    """an http base URL needs no TLS: loading only starts the aiohttp import; calls share one connection"""
     server.add(text_reply("first"), text_reply("again"))
     fiber = await root.plugin(deepseek, {"apiKey": KEY, "baseURL": server.base_url})
-    assert other_tasks() == set()
+    assert len(other_tasks()) <= 1  # the aiohttp import in a worker thread (done at once when already imported)
     for word in ("first", "again"):
         result = await llm.generate(options())
         assert result.message["content"] == [{"type": "text", "text": word}]
@@ -71,7 +71,7 @@ async def test_an_https_base_URL_loads_the_CA_bundle_in_a_worker_thread(
 
 
 async def test_prepare_is_idempotent_and_a_given_session_is_never_replaced_or_closed(server: WireServer) -> None:
-    """prepare() starts one TLS setup at most, none for http; a caller's session stays open"""
+    """prepare() starts one worker thread at most; a caller's session stays open"""
     owned = DeepSeekAdapter(KEY, f"https://127.0.0.1:{closed_port()}")
     owned.prepare()
     owned.prepare()
@@ -82,7 +82,8 @@ async def test_prepare_is_idempotent_and_a_given_session_is_never_replaced_or_cl
     async with aiohttp.ClientSession() as client:
         async with DeepSeekAdapter(KEY, server.base_url, session=client) as given:
             given.prepare()
-            assert other_tasks() == set()
+            given.prepare()
+            assert len(other_tasks()) == 1  # the (already done) aiohttp import
             assert kinds(await collect(given.stream(options())))[-1] == "finish"
         assert not client.closed
     never_used = DeepSeekAdapter(KEY)

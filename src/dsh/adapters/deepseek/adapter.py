@@ -47,7 +47,7 @@ from dsh.adapters.deepseek.encode import RequestEncoder
 from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
-from dsh.adapters.deepseek.transport import load_ssl_context, network_error, new_session
+from dsh.adapters.deepseek.transport import import_aiohttp, load_ssl_context, network_error, new_session
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.kernel import AbortError, AbortSignal
@@ -310,7 +310,7 @@ class DeepSeekAdapter(LlmAdapter):
     environment, :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`). A given session stays the
     caller's to close, and its own timeouts and proxy settings apply. Either way ``https``
     requests verify against :func:`~dsh.adapters.deepseek.transport.load_ssl_context`,
-    built once (:meth:`prepare` starts that in a worker thread). :meth:`aclose` (or
+    built once (:meth:`prepare` starts that, and the aiohttp import, in a worker thread). :meth:`aclose` (or
     ``async with``) closes the owned session; a closed adapter refuses new streams.
     """
 
@@ -341,7 +341,7 @@ class DeepSeekAdapter(LlmAdapter):
         self._owns_session = session is None
         self._tls = self._ssl_context if base_url.lower().startswith("https:") else None
         self._ssl: ssl.SSLContext | None = None
-        self._preparing: asyncio.Future[ssl.SSLContext] | None = None
+        self._preparing: asyncio.Future[ssl.SSLContext | None] | None = None
         self._closed = False
 
     @property
@@ -361,17 +361,20 @@ class DeepSeekAdapter(LlmAdapter):
         await self.aclose()
 
     def prepare(self) -> None:
-        """For an ``https`` base URL, build the TLS context (and import aiohttp) in a worker thread.
+        """Import aiohttp in a worker thread, building the TLS context there too for an ``https`` base URL.
 
-        Call it on the event loop. Loading the CA bundle and importing aiohttp take tens of
-        milliseconds: starting them when the plugin loads overlaps them with the rest of the
-        boot instead of delaying the first request. A bundle that cannot be loaded fails
-        the first call instead (``NETWORK``). Idempotent; does nothing for ``http`` or once
+        Call it on the event loop. Importing aiohttp and loading a CA bundle take tens of
+        milliseconds each: starting them when the plugin loads overlaps them with the
+        rest of the boot instead of delaying the first request. A bundle that cannot be
+        loaded fails the first call instead (``NETWORK``). Idempotent; does nothing once
         closed.
         """
-        if self._closed or self._tls is None or self._preparing is not None:
+        if self._closed or self._preparing is not None:
             return
-        self._preparing = asyncio.ensure_future(asyncio.to_thread(load_ssl_context, self.url))
+        if self._tls is None:
+            self._preparing = asyncio.ensure_future(asyncio.to_thread(import_aiohttp))
+        else:
+            self._preparing = asyncio.ensure_future(asyncio.to_thread(load_ssl_context, self.url))
 
     async def _ssl_context(self) -> ssl.SSLContext:
         """The TLS context: the prepared one, else built now; a failed build is tried again by the next call."""
@@ -385,7 +388,7 @@ class DeepSeekAdapter(LlmAdapter):
         return self._ssl
 
     async def aclose(self) -> None:
-        """Refuse new streams and close the owned session, waiting for a TLS setup in progress (idempotent)."""
+        """Refuse new streams and close the owned session, waiting for :meth:`prepare`'s thread (idempotent)."""
         self._closed = True
         session, self._session = self._session, None
         preparing, self._preparing = self._preparing, None

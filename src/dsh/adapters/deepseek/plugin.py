@@ -10,10 +10,11 @@ Config (YAML keys in camelCase; the snake_case spellings are accepted too):
 
 The environment is read only for keys the config leaves out (or null): an explicit
 empty ``apiKey`` fails rather than falling back, and an empty base URL is used as is.
-``apply`` builds ONE :class:`DeepSeekAdapter`, starts its TLS setup in a worker thread
-for an ``https`` base URL (:meth:`DeepSeekAdapter.prepare`), registers it for every
-model at once and returns it (``fiber.instance``); unloading the plugin unregisters the
-models, then closes the adapter's aiohttp session (a registered disposer).
+``apply`` builds ONE :class:`DeepSeekAdapter`, starts importing aiohttp (and, for an
+``https`` base URL, its TLS setup) in a worker thread (:meth:`DeepSeekAdapter.prepare`),
+registers it for every model at once and returns it (``fiber.instance``); unloading the
+plugin unregisters the models, then closes the adapter's aiohttp session (a registered
+disposer).
 """
 
 from __future__ import annotations

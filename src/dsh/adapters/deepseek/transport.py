@@ -3,8 +3,8 @@
 :func:`new_session` builds the ONE ``aiohttp.ClientSession`` an adapter owns: a keep-alive
 pool, proxies from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (``trust_env``), and the
 timeouts :data:`CONNECT_TIMEOUT` and :data:`READ_TIMEOUT`. aiohttp is imported there (or
-in :func:`load_ssl_context`, which the adapter runs in a worker thread), not when this
-module is, so importing the adapter stays cheap.
+in :func:`load_ssl_context`), not when this module is, so importing the adapter stays
+cheap; :func:`import_aiohttp` lets a worker thread pay for that import during the boot.
 
 :func:`load_ssl_context` builds the verifying TLS context of ``https`` requests from, in
 order of preference, ``$SSL_CERT_FILE`` / ``$SSL_CERT_DIR``, the ``certifi`` bundle when
@@ -39,6 +39,11 @@ def new_session() -> aiohttp.ClientSession:
 
     timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
     return aiohttp.ClientSession(timeout=timeout, trust_env=True)
+
+
+def import_aiohttp() -> None:
+    """Import aiohttp now (for a worker thread: it takes tens of milliseconds)."""
+    import aiohttp  # noqa: F401  -- the import is the point
 
 
 def load_ssl_context(url: str) -> ssl.SSLContext:
@@ -88,4 +93,4 @@ def network_error(url: str, error: aiohttp.ClientError) -> LlmError:
     return LlmError(message, "NETWORK", cause=error)
 
 
-__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "load_ssl_context", "network_error", "new_session"]
+__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "import_aiohttp", "load_ssl_context", "network_error", "new_session"]
