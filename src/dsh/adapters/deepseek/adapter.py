@@ -47,7 +47,7 @@ from dsh.adapters.deepseek.encode import RequestEncoder
 from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
-from dsh.adapters.deepseek.transport import import_aiohttp, load_ssl_context, network_error, new_session
+from dsh.adapters.deepseek.transport import load_ssl_context, network_error, new_session, warm_up
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.kernel import AbortError, AbortSignal
@@ -371,10 +371,7 @@ class DeepSeekAdapter(LlmAdapter):
         """
         if self._closed or self._preparing is not None:
             return
-        if self._tls is None:
-            self._preparing = asyncio.ensure_future(asyncio.to_thread(import_aiohttp))
-        else:
-            self._preparing = asyncio.ensure_future(asyncio.to_thread(load_ssl_context, self.url))
+        self._preparing = asyncio.ensure_future(asyncio.to_thread(warm_up, self.url, self._tls is not None))
 
     async def _ssl_context(self) -> ssl.SSLContext:
         """The TLS context: the prepared one, else built now; a failed build is tried again by the next call."""

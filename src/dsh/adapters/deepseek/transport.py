@@ -2,9 +2,9 @@
 
 :func:`new_session` builds the ONE ``aiohttp.ClientSession`` an adapter owns: a keep-alive
 pool, proxies from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (``trust_env``), and the
-timeouts :data:`CONNECT_TIMEOUT` and :data:`READ_TIMEOUT`. aiohttp is imported there (or
-in :func:`load_ssl_context`), not when this module is, so importing the adapter stays
-cheap; :func:`import_aiohttp` lets a worker thread pay for that import during the boot.
+timeouts :data:`CONNECT_TIMEOUT` and :data:`READ_TIMEOUT`. aiohttp is imported there,
+not when this module is, so importing the adapter stays cheap; :func:`warm_up` lets a
+worker thread pay for that import (and the TLS context) during the boot.
 
 :func:`load_ssl_context` builds the verifying TLS context of ``https`` requests from, in
 order of preference, ``$SSL_CERT_FILE`` / ``$SSL_CERT_DIR``, the ``certifi`` bundle when
@@ -41,18 +41,15 @@ def new_session() -> aiohttp.ClientSession:
     return aiohttp.ClientSession(timeout=timeout, trust_env=True)
 
 
-def import_aiohttp() -> None:
-    """Import aiohttp now (for a worker thread: it takes tens of milliseconds)."""
-    import aiohttp  # noqa: F401  -- the import is the point
+def warm_up(url: str, tls: bool) -> ssl.SSLContext | None:
+    """Import aiohttp now and, when ``tls``, return :func:`load_ssl_context` (for a worker thread)."""
+    import aiohttp  # noqa: F401  -- the import is the point: it takes tens of milliseconds
+
+    return load_ssl_context(url) if tls else None
 
 
 def load_ssl_context(url: str) -> ssl.SSLContext:
-    """The verifying TLS context for ``url``'s requests (see the module docstring); tens of milliseconds.
-
-    Also imports aiohttp, so that a worker thread running this pays for both.
-    """
-    import aiohttp  # noqa: F401  -- warms the import off the event loop (see the docstring)
-
+    """The verifying TLS context for ``url``'s requests (see the module docstring); tens of milliseconds."""
     cafile = os.environ.get("SSL_CERT_FILE") or None
     capath = os.environ.get("SSL_CERT_DIR") or None
     if cafile is None and capath is None:
@@ -93,4 +90,4 @@ def network_error(url: str, error: aiohttp.ClientError) -> LlmError:
     return LlmError(message, "NETWORK", cause=error)
 
 
-__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "import_aiohttp", "load_ssl_context", "network_error", "new_session"]
+__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "load_ssl_context", "network_error", "new_session", "warm_up"]
