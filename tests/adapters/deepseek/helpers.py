@@ -53,13 +53,19 @@ def kinds(chunks: Iterable[StreamChunk]) -> list[str]:
 
 
 class FakeContent:
-    """The body of a :class:`FakeResponse`: ``readany()`` hands out ``pieces`` one by one, then ``b""``."""
+    """The body of a :class:`FakeResponse`: ``readany()`` hands out ``pieces`` one by one, then ``b""``.
+
+    ``at_eof()`` is always false, so the adapter drains the body after ``[DONE]``.
+    """
 
     def __init__(self, pieces: AsyncIterable[bytes]) -> None:
         self._pieces = aiter(pieces)
 
     async def readany(self) -> bytes:
         return await anext(self._pieces, b"")
+
+    def at_eof(self) -> bool:
+        return False  # unknown until readany() returned b""
 
 
 class FakeResponse:

@@ -72,7 +72,7 @@ class LocalServer:
         assert task is not None
         self._handlers.add(task)
         try:
-            with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            with contextlib.suppress(OSError, asyncio.IncompleteReadError, asyncio.CancelledError):  # stopped
                 await self.serve(reader, writer)
         finally:
             writer.close()
@@ -182,6 +182,7 @@ class ForwardProxy(LocalServer):
     def __init__(self) -> None:
         super().__init__()
         self.request_lines: list[bytes] = []
+        self.heads: list[bytes] = []
 
     async def __aenter__(self) -> ForwardProxy:
         await self.start()
@@ -198,6 +199,7 @@ class ForwardProxy(LocalServer):
         head = await reader.readuntil(b"\r\n\r\n")
         line, rest = head.split(b"\r\n", 1)
         self.request_lines.append(line)
+        self.heads.append(head)
         method, target, version = line.split(b" ")
         if method == b"CONNECT":
             host, port = target.split(b":")
@@ -207,7 +209,8 @@ class ForwardProxy(LocalServer):
             authority, _, path = target.removeprefix(b"http://").partition(b"/")
             host, port = authority.split(b":")
             up_reader, up_writer = await asyncio.open_connection(host.decode(), int(port))
-            up_writer.write(b" ".join([method, b"/" + path, version]) + b"\r\n" + rest)
+            kept = b"".join(field for field in rest.splitlines(True) if not field.lower().startswith(b"proxy-auth"))
+            up_writer.write(b" ".join([method, b"/" + path, version]) + b"\r\n" + kept)
         try:
             await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
         finally:
@@ -248,6 +251,19 @@ async def test_HTTP_PROXY_from_the_environment_carries_the_streams(
         async with DeepSeekAdapter(KEY, server.base_url) as adapter:
             assert (await collect(adapter.stream(options())))[1]["text"] == "direct"  # type: ignore[typeddict-item]
         assert len(proxy.request_lines) == 1
+
+
+async def test_credentials_in_the_proxy_URL_are_sent_to_the_proxy_only(
+    server: WireServer, proxy_env: pytest.MonkeyPatch
+) -> None:
+    """user:password in HTTP_PROXY becomes the proxy-authorization header; the server never sees it"""
+    server.add(text_reply("authorized"))
+    async with ForwardProxy() as proxy:
+        proxy_env.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://dsh:s3cret@"))
+        async with DeepSeekAdapter(KEY, server.base_url) as adapter:
+            assert (await collect(adapter.stream(options())))[1]["text"] == "authorized"  # type: ignore[typeddict-item]
+    assert b"proxy-authorization: basic zhnoonmzy3jlda==\r\n" in proxy.heads[0].lower()  # dsh:s3cret
+    assert "proxy-authorization" not in server.requests[0].headers
 
 
 async def test_a_proxy_that_is_not_listening_fails_with_NETWORK(
@@ -312,15 +328,17 @@ async def test_TLS_with_a_throwaway_certificate_trusted_through_SSL_CERT_FILE(
 async def test_TLS_through_a_CONNECT_tunnel_from_HTTPS_PROXY(
     certificate: tuple[Path, Path], tls_server_context: ssl.SSLContext, proxy_env: pytest.MonkeyPatch
 ) -> None:
-    """with HTTPS_PROXY set, an https stream goes through a CONNECT tunnel and is still verified"""
+    """with HTTPS_PROXY set, an https stream goes through a verified CONNECT tunnel; credentials go on CONNECT"""
     proxy_env.setenv("SSL_CERT_FILE", str(certificate[0]))
     async with (
         ScriptedServer(answer(chunked(EVENTS), "transfer-encoding: chunked"), tls_server_context) as server,
         ForwardProxy() as proxy,
     ):
-        proxy_env.setenv("HTTPS_PROXY", proxy.url)
+        proxy_env.setenv("HTTPS_PROXY", proxy.url.replace("http://", "http://dsh:s3cret@"))
         async with DeepSeekAdapter(KEY, f"https://127.0.0.1:{server.port}") as adapter:
             chunks = await collect(adapter.stream(options()))
+    assert b"proxy-authorization: basic zhnoonmzy3jlda==\r\n" in proxy.heads[0].lower()  # dsh:s3cret
+    assert b"proxy-authorization" not in server.requests[0].lower()
     assert chunks[1] == {"type": "text-delta", "index": 0, "text": "over the wire"}
     assert proxy.request_lines == [f"CONNECT 127.0.0.1:{server.port} HTTP/1.1".encode()]
 

@@ -47,13 +47,17 @@ from dsh.adapters.deepseek.encode import RequestEncoder
 from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
-from dsh.adapters.deepseek.transport import load_ssl_context, network_error, new_session, warm_up
+from dsh.adapters.deepseek.transport import env_proxy, load_ssl_context, network_error, new_session, warm_up
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.kernel import AbortError, AbortSignal
 
 if TYPE_CHECKING:
     import aiohttp
+    from yarl import URL
+
+Proxy = tuple["URL | None", "dict[str, str] | None"]
+"""A request's proxy and the headers for it (``(None, None)``: the session decides)."""
 
 TlsSetup = Callable[[], Awaitable[ssl.SSLContext]]
 """How a pump gets the TLS context of an ``https`` request."""
@@ -129,6 +133,7 @@ class _Exchange:
         self,
         session: aiohttp.ClientSession,
         tls: TlsSetup | None,
+        proxy: Proxy,
         url: str,
         headers: dict[str, str],
         content: bytes,
@@ -147,7 +152,7 @@ class _Exchange:
         self._parser = SseParser()
         self._translator = StreamTranslator()
         self._drain_timeout = drain_timeout
-        self._pump = asyncio.ensure_future(self._run(session, tls, url, headers, content))
+        self._pump = asyncio.ensure_future(self._run(session, tls, proxy, url, headers, content))
         self._unhook = signal.add_callback(self._on_abort) if signal is not None else None
 
     # ------------------------------------------------------------------ consumer side
@@ -224,6 +229,7 @@ class _Exchange:
         self,
         session: aiohttp.ClientSession,
         tls: TlsSetup | None,
+        proxy: Proxy,
         url: str,
         headers: dict[str, str],
         content: bytes,
@@ -233,7 +239,9 @@ class _Exchange:
         try:
             context: ssl.SSLContext | bool = await tls() if tls is not None else True
             try:
-                response = await session.post(url, headers=headers, data=content, ssl=context)
+                response = await session.post(
+                    url, headers=headers, data=content, ssl=context, proxy=proxy[0], proxy_headers=proxy[1]
+                )
             except ClientError as error:
                 raise network_error(url, error) from error
             try:
@@ -258,6 +266,8 @@ class _Exchange:
                 return
         except ClientError as error:
             raise _stream_closed(error) from error
+        if content.at_eof():  # the usual case: the terminator came with [DONE]
+            return
         # Settled: read what is left of the body (normally the chunked terminator), bounded in time.
         with contextlib.suppress(ClientError, TimeoutError):
             async with asyncio.timeout(self._drain_timeout):
@@ -306,8 +316,10 @@ class DeepSeekAdapter(LlmAdapter):
     keeps the wire JSON of recent messages so a growing history is not re-encoded whole.
 
     Without ``session`` the adapter owns one ``aiohttp.ClientSession``, created on the
-    first stream (:func:`~dsh.adapters.deepseek.transport.new_session`: proxies from the
-    environment, :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`). A given session stays the
+    first stream (:func:`~dsh.adapters.deepseek.transport.new_session`:
+    :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`), and sends through the proxy the
+    environment names for its URL at that moment
+    (:func:`~dsh.adapters.deepseek.transport.env_proxy`). A given session stays the
     caller's to close, and its own timeouts and proxy settings apply. Either way ``https``
     requests verify against :func:`~dsh.adapters.deepseek.transport.load_ssl_context`,
     built once (:meth:`prepare` starts that, and the aiohttp import, in a worker thread). :meth:`aclose` (or
@@ -339,6 +351,7 @@ class DeepSeekAdapter(LlmAdapter):
         self._encoder = RequestEncoder()
         self._session = session
         self._owns_session = session is None
+        self._proxy: Proxy = (None, None)
         self._tls = self._ssl_context if base_url.lower().startswith("https:") else None
         self._ssl: ssl.SSLContext | None = None
         self._preparing: asyncio.Future[ssl.SSLContext | None] | None = None
@@ -400,6 +413,12 @@ class DeepSeekAdapter(LlmAdapter):
             raise LlmError("this DeepSeekAdapter is closed: create a new one (or reload llm-deepseek)", "CLOSED")
         if self._session is None:
             self._session = new_session()
+            proxy, authorization = env_proxy(self.url)
+            self._proxy = (proxy, None)
+            if authorization is not None and self._tls is None:  # the proxy reads it off the forwarded request
+                self._headers = {**self._headers, "proxy-authorization": authorization}
+            elif authorization is not None:  # https: it goes on the CONNECT request only
+                self._proxy = (proxy, {"proxy-authorization": authorization})
         return self._session
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
@@ -409,7 +428,9 @@ class DeepSeekAdapter(LlmAdapter):
         if signal is not None:
             signal.throw_if_aborted()
         session = self._http()
-        exchange = _Exchange(session, self._tls, self.url, self._headers, content, signal, self.drain_timeout)
+        exchange = _Exchange(
+            session, self._tls, self._proxy, self.url, self._headers, content, signal, self.drain_timeout
+        )
         try:
             while batch := await exchange.take():
                 for chunk in batch:
