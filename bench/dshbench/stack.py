@@ -7,8 +7,8 @@ a persistence backend, the DeepSeek adapter pointed at a wire server, an in-proc
 no-op tool, and the agent loop. Only the model is fake (the wire server, in the parent
 process); everything else is the code that ships.
 
-The DeepSeek adapter is the ``llm-deepseek`` plugin as it ships (its own HTTP client,
-httpx's default pool), pointed at the wire server and serving :data:`MODEL`.
+The DeepSeek adapter is the ``llm-deepseek`` plugin as it ships (one aiohttp session,
+its default pool), pointed at the wire server and serving :data:`MODEL`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import TypeVar, cast
 
-from dsh.adapters.http import Headers, HttpClient, HttpResponse, RequestHeaders
+import aiohttp
+
 from dsh.core.llm import GenerateOptions, Message, StreamChunk, text
 
 T = TypeVar("T")
@@ -51,38 +52,48 @@ def kinds(chunks: Iterable[StreamChunk]) -> list[str]:
     return [chunk["type"] for chunk in chunks]
 
 
-class FakeResponse:
-    """A scripted stand-in for :class:`~dsh.adapters.http.HttpResponse` (the network is the fake).
+class FakeContent:
+    """The body of a :class:`FakeResponse`: ``readany()`` hands out ``pieces`` one by one, then ``b""``.
 
-    Status 200; the body is ``pieces``; :meth:`aclose` records the close and raises
-    ``close_error`` when one is given.
+    ``at_eof()`` is always false, so the adapter drains the body after ``[DONE]``.
     """
 
-    def __init__(self, pieces: AsyncIterable[bytes], close_error: Exception | None = None) -> None:
-        self.status = 200
-        self.headers = Headers([])
-        self.closed = False
+    def __init__(self, pieces: AsyncIterable[bytes]) -> None:
         self._pieces = aiter(pieces)
-        self._close_error = close_error
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._pieces
+    async def readany(self) -> bytes:
+        return await anext(self._pieces, b"")
+
+    def at_eof(self) -> bool:
+        return False  # unknown until readany() returned b""
+
+
+class FakeResponse:
+    """A scripted stand-in for ``aiohttp.ClientResponse`` (the network is the fake).
+
+    Status 200; the body is ``pieces``; :meth:`close` records the close.
+    """
+
+    def __init__(self, pieces: AsyncIterable[bytes]) -> None:
+        self.status = 200
+        self.closed = False
+        self.content = FakeContent(pieces)
 
     async def read(self) -> bytes:
-        return b"".join([piece async for piece in self._pieces])
+        pieces = []
+        while piece := await self.content.readany():
+            pieces.append(piece)
+        return b"".join(pieces)
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         self.closed = True
-        if self._close_error is not None:
-            raise self._close_error
 
 
-class FakeClient(HttpClient):
-    """An :class:`~dsh.adapters.http.HttpClient` whose ``send`` is ``network(url)`` (faking the network)."""
+def fake_session(network: Callable[[str], Awaitable[FakeResponse]]) -> aiohttp.ClientSession:
+    """A stand-in for ``aiohttp.ClientSession`` whose ``post`` is ``network(url)`` (faking the network)."""
 
-    def __init__(self, network: Callable[[str], Awaitable[FakeResponse]]) -> None:
-        super().__init__()
-        self._network = network
+    class FakeSession:
+        async def post(self, url: str, **request: object) -> FakeResponse:
+            return await network(url)
 
-    async def send(self, method: str, url: str, headers: RequestHeaders = (), body: bytes = b"") -> HttpResponse:
-        return cast(HttpResponse, await self._network(url))
+    return cast(aiohttp.ClientSession, FakeSession())

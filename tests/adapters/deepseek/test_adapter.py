@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 import dsh.adapters.deepseek as deepseek
@@ -16,8 +17,6 @@ from dsh.adapters.deepseek import (
     DeepSeekAdapter,
     http_error_code,
 )
-from dsh.adapters.http import ConnectError, HttpClient, InvalidUrlError
-from dsh.adapters.http import HttpError as TransportError
 from dsh.core.errors import LlmError
 from dsh.core.llm import LLM, LLM_ADAPTER_CHANGE, LlmAdapter, LlmService, StreamChunk
 from dsh.kernel import AbortController, AbortError, ConfigError, Context, LoaderError, load_tree
@@ -201,8 +200,8 @@ async def test_rejects_with_STREAM_CLOSED_when_the_server_drops_mid_stream(
             seen.append(chunk)
     assert caught.value.code == "STREAM_CLOSED"
     assert kinds(seen) == ["block-start", "text-delta"]
-    if framing == "chunked":  # the HTTP client saw the transport break; the cause says how
-        assert isinstance(caught.value.__cause__, TransportError)
+    if framing == "chunked":  # aiohttp saw the chunked framing break; the cause says how
+        assert isinstance(caught.value.__cause__, aiohttp.ClientPayloadError)
 
 
 async def test_aborts_mid_stream_via_the_request_signal(root: Context, llm: LlmService, server: WireServer) -> None:
@@ -406,7 +405,7 @@ async def test_a_refused_connection_raises_a_NETWORK_LlmError_naming_the_url() -
             await collect(adapter.stream(options()))
     assert caught.value.code == "NETWORK"
     assert f"http://127.0.0.1:{port}/chat/completions" in str(caught.value)
-    assert isinstance(caught.value.__cause__, ConnectError)
+    assert isinstance(caught.value.__cause__, aiohttp.ClientConnectorError)
 
 
 async def test_an_invalid_base_URL_raises_a_NETWORK_LlmError_naming_the_fix() -> None:
@@ -417,14 +416,14 @@ async def test_an_invalid_base_URL_raises_a_NETWORK_LlmError_naming_the_fix() ->
     assert caught.value.code == "NETWORK"
     assert "'http://[::1/chat/completions' is invalid" in str(caught.value)
     assert "baseURL" in str(caught.value)
-    assert isinstance(caught.value.__cause__, InvalidUrlError)
+    assert isinstance(caught.value.__cause__, aiohttp.InvalidURL)
 
 
-async def test_a_given_client_stays_open_and_a_closed_adapter_refuses_streams(server: WireServer) -> None:
-    """an injected HTTP client is the caller's to close; aclose() is idempotent and final"""
+async def test_a_given_session_stays_open_and_a_closed_adapter_refuses_streams(server: WireServer) -> None:
+    """an injected aiohttp session is the caller's to close; aclose() is idempotent and final"""
     server.add(text_reply("a"))
-    async with HttpClient() as client:
-        adapter = DeepSeekAdapter(KEY, server.base_url, client=client)
+    async with aiohttp.ClientSession() as client:
+        adapter = DeepSeekAdapter(KEY, server.base_url, session=client)
         assert kinds(await collect(adapter.stream(options())))[-1] == "finish"
         await adapter.aclose()
         await adapter.aclose()

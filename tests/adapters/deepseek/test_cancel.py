@@ -1,8 +1,8 @@
 """Cancellation of DeepSeek streams: abort signal, consumer ``aclose()``, task cancel, pool health.
 
 The acceptance check: cancelling 200 streams in a row mid-response leaves no open
-connection and no pending task, with a pool of ONE connection (a single leak would
-stall the next request on the pool).
+connection and no pending task, with a session limited to ONE connection (a single leak
+would stall the next request on the pool).
 """
 
 from __future__ import annotations
@@ -10,22 +10,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
+import aiohttp
 import pytest
 
 from dsh.adapters.deepseek import DeepSeekAdapter
-from dsh.adapters.http import ConnectError, HttpClient
 from dsh.core.llm import StreamChunk
 from dsh.kernel import AbortController, AbortError, aborted_signal
 from dsh.testing.wire import Reply, Silence, TextDelta, WireServer, text_reply
-from tests.adapters.deepseek.helpers import FakeClient, FakeResponse, collect, kinds, options, source
+from tests.adapters.deepseek.helpers import FakeResponse, collect, fake_session, kinds, options, source
 
 KEY = "sk-test"
 STALL = Reply([TextDelta("partial")], ending="stall")
 
 
-def one_connection_client() -> HttpClient:
-    """A client that keeps at most one idle connection and gives up on a silent server after 5 s."""
-    return HttpClient(max_idle_per_origin=1, read_timeout=5.0)
+def one_connection_session() -> aiohttp.ClientSession:
+    """A session that opens at most one connection at a time and gives up on a silent server after 5 s."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1), timeout=aiohttp.ClientTimeout(sock_read=5.0))
 
 
 def other_tasks() -> set[asyncio.Task[object]]:
@@ -91,7 +91,10 @@ CANCELS: list[Callable[[DeepSeekAdapter], object]] = [
 async def test_cancelling_200_streams_in_a_row_leaves_no_open_connection_and_no_pending_task() -> None:
     """cancelling 200 streams in a row mid-response leaves no open connection and no pending task"""
     async with WireServer([*([STALL] * 200), text_reply("still healthy")]) as server:
-        async with one_connection_client() as client, DeepSeekAdapter(KEY, server.base_url, client=client) as adapter:
+        async with (
+            one_connection_session() as session,
+            DeepSeekAdapter(KEY, server.base_url, session=session) as adapter,
+        ):
             for round_number in range(200):
                 await CANCELS[round_number % len(CANCELS)](adapter)  # type: ignore[misc]
             chunks = await collect(adapter.stream(options()))
@@ -144,7 +147,7 @@ async def test_an_answer_that_lands_while_the_consumer_is_cancelled_is_closed() 
         consumer[0].cancel()  # the consumer is cancelled while the answer arrives
         return body
 
-    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", session=fake_session(network)) as adapter:
         task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
         consumer.append(task)
         with pytest.raises(asyncio.CancelledError):
@@ -158,9 +161,9 @@ async def test_a_failure_that_lands_while_the_consumer_is_cancelled_is_dropped()
 
     async def network(url: str) -> FakeResponse:
         consumer[0].cancel()
-        raise ConnectError("refused", url=url)
+        raise aiohttp.ClientConnectionError("refused")
 
-    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", session=fake_session(network)) as adapter:
         task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
         consumer.append(task)
         with pytest.raises(asyncio.CancelledError):
@@ -178,7 +181,7 @@ async def test_body_bytes_that_land_while_the_consumer_is_cancelled_are_dropped(
     async def network(url: str) -> FakeResponse:
         return FakeResponse(body())
 
-    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", session=fake_session(network)) as adapter:
         task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
         consumer.append(task)
         with pytest.raises(asyncio.CancelledError):

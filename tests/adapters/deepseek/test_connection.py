@@ -3,7 +3,9 @@
 A completed stream must hand its connection back to the pool: the pump reads the rest
 of the body after ``[DONE]`` (bounded by ``drain_timeout``) before it closes the
 response. Before this was so, every call opened a new connection and the 101st call of
-a process waited 30 s for its HTTP client's pool and failed.
+a process waited 30 s for its HTTP client's pool and failed. aiohttp pools a
+connection once its body was read to the end; the adapter closes every response,
+which drops the connection of any body left half-read.
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from dsh.adapters.deepseek import DeepSeekAdapter
-from dsh.adapters.http import ReadError
 from dsh.core.errors import LlmError
 from dsh.core.llm import StreamChunk
 from dsh.kernel import AbortController, AbortError
 from dsh.testing.wire import Raw, RawBytes, RawResponse, Reply, TextDelta, WireServer, text_reply
-from tests.adapters.deepseek.helpers import FakeClient, FakeResponse, collect, kinds, options, source
+from tests.adapters.deepseek.helpers import FakeResponse, collect, fake_session, kinds, options, source
 
 KEY = "sk-test"
 DONE_THEN_STALL = Reply([TextDelta("a"), Raw("[DONE]")], ending="stall")
@@ -212,24 +213,15 @@ async def stream_body(body: FakeResponse) -> list[StreamChunk]:
     async def network(url: str) -> FakeResponse:
         return body
 
-    async with DeepSeekAdapter(KEY, "http://deepseek.test", client=FakeClient(network)) as adapter:
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", session=fake_session(network)) as adapter:
         return await collect(adapter.stream(options()))
 
 
-async def test_a_body_of_empty_pieces_is_an_empty_response() -> None:
-    """empty reads do not count as a body: EMPTY_RESPONSE"""
+async def test_a_body_that_ends_at_once_is_an_empty_response() -> None:
+    """a 200 whose body ends before any byte: EMPTY_RESPONSE"""
     with pytest.raises(LlmError) as caught:
-        await stream_body(FakeResponse(source([b"", b""])))
+        await stream_body(FakeResponse(source([])))
     assert caught.value.code == "EMPTY_RESPONSE"
-
-
-async def test_a_failure_while_closing_a_complete_response_does_not_fail_the_stream() -> None:
-    """once [DONE] arrived, an error from closing the response is not the stream's outcome"""
-    body = FakeResponse(
-        source([b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n']), close_error=ReadError("x")
-    )
-    chunks = await stream_body(body)
-    assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
 
 
 async def test_pieces_of_the_body_after_DONE_are_read_to_the_end_and_dropped() -> None:
@@ -239,3 +231,23 @@ async def test_pieces_of_the_body_after_DONE_are_read_to_the_end_and_dropped() -
     assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
     assert await body.read() == b""
     assert body.closed
+
+
+async def test_a_piece_that_completes_no_event_waits_for_the_next() -> None:
+    """a body piece inside an event yields nothing until the piece that ends it"""
+    event = b'data: {"choices":[{"delta":{"content":"whole"}}]}\n\ndata: [DONE]\n\n'
+    chunks = await stream_body(FakeResponse(source([event[:9], event[9:]])))
+    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "whole"}
+
+
+async def test_an_unexpected_failure_while_draining_after_DONE_does_not_fail_the_stream() -> None:
+    """once [DONE] arrived, whatever goes wrong reading the tail is not the stream's outcome"""
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n'
+        raise RuntimeError("the tail broke")
+
+    response = FakeResponse(body())
+    chunks = await stream_body(response)
+    assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+    assert response.closed

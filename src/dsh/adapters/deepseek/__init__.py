@@ -1,4 +1,4 @@
-"""DeepSeek chat-completions over dsh's own HTTP/1.1 client and hand-parsed SSE (SPEC §10).
+"""DeepSeek chat-completions over aiohttp and hand-parsed SSE (SPEC §10).
 
 This package is the ``llm-deepseek`` plugin (``name``, ``inject``, ``Config``,
 ``apply``): load it with ``ctx.plugin(dsh.adapters.deepseek, {...})`` or by its module
@@ -14,11 +14,9 @@ path in YAML. Its parts are public for embedding and tests:
 """
 
 from dsh.adapters.deepseek.adapter import (
-    CONNECT_TIMEOUT,
     DEFAULT_MODELS,
     DRAIN_TIMEOUT,
     PUBLIC_BASE_URL,
-    READ_TIMEOUT,
     USER_AGENT,
     DeepSeekAdapter,
     http_error_code,
@@ -39,6 +37,7 @@ from dsh.adapters.deepseek.serialize import (
 )
 from dsh.adapters.deepseek.sse import DONE, SseParser, parse_sse
 from dsh.adapters.deepseek.translate import StreamTranslator, map_finish_reason, map_usage, translate
+from dsh.adapters.deepseek.transport import CONNECT_TIMEOUT, READ_TIMEOUT
 
 __all__ = [
     "API_KEY_ENV",

@@ -6,23 +6,25 @@ and turns the event stream into chunks. Failures raise ``LlmError`` while iterat
 * a non-2xx answer: the body's ``error.message`` (else ``DeepSeek API error (HTTP <n>)``)
   with code :func:`http_error_code` and ``status``;
 * a 2xx answer whose body is empty: ``EMPTY_RESPONSE``;
-* a transport failure while reading the body, or a body that ends before ``[DONE]``:
-  ``STREAM_CLOSED`` (the :class:`~dsh.adapters.http.HttpError` is the ``cause``);
+* a transport failure while reading the body (reset, cut-off chunked framing, a read
+  timeout), or a body that ends before ``[DONE]``: ``STREAM_CLOSED`` (the
+  ``aiohttp.ClientError`` is the ``cause``);
 * a transport failure before the answer arrives (refused connection, DNS, invalid URL,
-  timeout, proxy) or TLS that cannot be set up (a bad ``SSL_CERT_FILE``): ``NETWORK``,
+  timeout, proxy, TLS) or TLS that cannot be set up (a bad ``SSL_CERT_FILE``): ``NETWORK``,
   naming the URL and where to fix it;
 * a malformed payload: ``MALFORMED_RESPONSE``; a ``prefill`` option: ``UNSUPPORTED``.
 
-HTTP is :class:`dsh.adapters.http.HttpClient` (keep-alive pool, TLS, http proxies from
-the environment). The exchange runs in a pump task owned by the stream: it reads the
-body, parses the events and translates them as each piece arrives, and hands the
-chunks to the consumer in batches (one wake-up per read, not per event).
+HTTP is one ``aiohttp.ClientSession`` per adapter (see
+:mod:`dsh.adapters.deepseek.transport`). The exchange runs in a pump task owned by the
+stream: it reads the body, parses the events and translates them as each piece arrives,
+and hands the chunks to the consumer in batches (one wake-up per read, not per event).
 
-Connection reuse: once the outcome of a stream is known (``[DONE]`` or a malformed
-payload), the pump goes on reading the rest of the body -- normally just the chunked
-terminator -- for at most ``drain_timeout`` seconds, so the connection returns to the
-pool; the stream ends once it has. A body that does not end in time is dropped with
-its connection.
+Connection reuse: aiohttp returns a connection to the pool when its body has been read
+to the end. Once the outcome of a stream is known (``[DONE]`` or a malformed payload),
+the pump goes on reading the rest of the body -- normally just the chunked terminator --
+for at most ``drain_timeout`` seconds; the stream ends once it has. The pump then
+*closes* the response, which drops the connection unless the body was complete: a
+half-read connection is never pooled.
 
 Cancellation: the options' abort signal cancels the pump at once -- while connecting,
 waiting for headers, stalled in a body read or draining -- and the iteration raises the
@@ -36,18 +38,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dsh.adapters.deepseek.encode import RequestEncoder
 from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
-from dsh.adapters.http import HttpClient, HttpError, HttpResponse, InvalidUrlError, TlsSetupError
-from dsh.core.errors import LlmError, error_message
+from dsh.adapters.deepseek.transport import env_proxy, load_ssl_context, network_error, new_session, warm_up
+from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.kernel import AbortError, AbortSignal
+
+if TYPE_CHECKING:
+    import aiohttp
+    from yarl import URL
+
+Proxy = tuple["URL | None", "dict[str, str] | None"]
+"""A request's proxy and the headers for it (``(None, None)``: the session decides)."""
+
+TlsSetup = Callable[[], Awaitable[ssl.SSLContext]]
+"""How a pump gets the TLS context of an ``https`` request."""
 
 PUBLIC_BASE_URL = "https://api.deepseek.com"
 """The provider's public endpoint (the default base URL)."""
@@ -57,12 +70,6 @@ USER_AGENT = "deepseek-harness/0.0.1"
 
 DEFAULT_MODELS: tuple[str, ...] = ("deepseek-v4-flash", "deepseek-v4-pro")
 """The model names served when the config lists none (sent verbatim as the wire ``model``)."""
-
-CONNECT_TIMEOUT = 30.0
-"""Seconds to open a connection (TCP, TLS, proxy tunnel), and for each wait to send more of a request."""
-
-READ_TIMEOUT = 300.0
-"""Seconds each read of the answer may wait (the head included): thinking can be slow."""
 
 DRAIN_TIMEOUT = 1.0
 """Seconds a stream may spend reading the rest of a body after ``[DONE]`` so its connection can be reused."""
@@ -85,12 +92,14 @@ def http_error_code(status: int) -> str:
     return f"HTTP_{status}"
 
 
-async def _api_error(response: HttpResponse) -> LlmError:
+async def _api_error(response: aiohttp.ClientResponse) -> LlmError:
+    from aiohttp import ClientError
+
     status = response.status
     message = f"DeepSeek API error (HTTP {status})"
     try:
         parsed = json.loads(await response.read())
-    except (HttpError, ValueError):
+    except (ClientError, ValueError):
         parsed = None
     error = parsed.get("error") if isinstance(parsed, dict) else None
     detail = error.get("message") if isinstance(error, dict) else None
@@ -115,14 +124,16 @@ class _Exchange:
 
     Stopping -- an abort, the consumer's ``aclose()`` before the stream settled, task
     cancellation -- cancels the pump once, which unwinds the HTTP call in progress (a
-    cancelled send or read closes its connection); :meth:`aclose` waits for the pump, so
-    no connection outlives the stream. Closing the response awaits nothing, so no
+    cancelled request or read closes its connection); :meth:`aclose` waits for the pump,
+    so no connection outlives the stream. Closing the response awaits nothing, so no
     cancellation can land half-way through it.
     """
 
     def __init__(
         self,
-        client: HttpClient,
+        session: aiohttp.ClientSession,
+        tls: TlsSetup | None,
+        proxy: Proxy,
         url: str,
         headers: dict[str, str],
         content: bytes,
@@ -141,7 +152,7 @@ class _Exchange:
         self._parser = SseParser()
         self._translator = StreamTranslator()
         self._drain_timeout = drain_timeout
-        self._pump = asyncio.ensure_future(self._run(client, url, headers, content))
+        self._pump = asyncio.ensure_future(self._run(session, tls, proxy, url, headers, content))
         self._unhook = signal.add_callback(self._on_abort) if signal is not None else None
 
     # ------------------------------------------------------------------ consumer side
@@ -214,41 +225,58 @@ class _Exchange:
     def _end(self) -> None:
         self._settled = self._ended = True
 
-    async def _run(self, client: HttpClient, url: str, headers: dict[str, str], content: bytes) -> None:
+    async def _run(
+        self,
+        session: aiohttp.ClientSession,
+        tls: TlsSetup | None,
+        proxy: Proxy,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+    ) -> None:
+        from aiohttp import ClientError
+
         try:
+            context: ssl.SSLContext | bool = await tls() if tls is not None else True
             try:
-                response = await client.send("POST", url, headers, content)
-            except HttpError as error:
-                raise _network_error(url, error) from error
+                response = await session.post(
+                    url, headers=headers, data=content, ssl=context, proxy=proxy[0], proxy_headers=proxy[1]
+                )
+            except ClientError as error:
+                raise network_error(url, error) from error
             try:
                 await self._read(response)
             finally:
-                await response.aclose()  # awaits nothing: a cancellation cannot cut it short
+                response.close()  # awaits nothing; drops the connection unless the body was read to its end
         except Exception as error:
             self._fail(error)
 
-    async def _read(self, response: HttpResponse) -> None:
+    async def _read(self, response: aiohttp.ClientResponse) -> None:
+        from aiohttp import ClientError
+
         if not 200 <= response.status < 300:
             raise await _api_error(response)
+        content = response.content
         try:
-            async for data in response:
+            while data := await content.readany():
                 if self._feed(data):
                     break
             else:
                 self._finish()
                 return
-        except HttpError as error:
+        except ClientError as error:
             raise _stream_closed(error) from error
+        if content.at_eof():  # the usual case: the terminator came with [DONE]
+            return
         # Settled: read what is left of the body (normally the chunked terminator), bounded in time.
-        with contextlib.suppress(HttpError, TimeoutError):
+        with contextlib.suppress(ClientError, TimeoutError):
             async with asyncio.timeout(self._drain_timeout):
-                async for _ in response:
+                while await content.readany():
                     pass
 
     def _feed(self, data: bytes) -> bool:
-        """Parse and translate one piece of the body; True once the stream settled."""
-        if data:
-            self._received = True
+        """Parse and translate one (non-empty) piece of the body; True once the stream settled."""
+        self._received = True
         payloads = self._parser.feed(data)
         if not payloads:
             return False
@@ -277,24 +305,6 @@ class _Exchange:
         self._wake()
 
 
-def _network_error(url: str, error: HttpError) -> LlmError:
-    """The ``NETWORK`` failure of a request that got no answer, naming where to fix it."""
-    if isinstance(error, InvalidUrlError):
-        message = f"DeepSeek API URL {url!r} is invalid: {error} (check baseURL / $DEEPSEEK_BASE_URL)"
-    elif isinstance(error, TlsSetupError):
-        message = f"cannot set up TLS for {url}: {error}"
-    else:
-        message = (
-            f"DeepSeek API request to {url} failed: {error_message(error)} "
-            "(check baseURL / $DEEPSEEK_BASE_URL and the network)"
-        )
-    return LlmError(message, "NETWORK", cause=error)
-
-
-def _new_client() -> HttpClient:
-    return HttpClient(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT, write_timeout=CONNECT_TIMEOUT)
-
-
 class DeepSeekAdapter(LlmAdapter):
     """Streams DeepSeek chat completions; see the module docstring.
 
@@ -305,11 +315,15 @@ class DeepSeekAdapter(LlmAdapter):
     bodies are encoded by one :class:`~dsh.adapters.deepseek.encode.RequestEncoder`, which
     keeps the wire JSON of recent messages so a growing history is not re-encoded whole.
 
-    Without ``client`` the adapter owns one :class:`~dsh.adapters.http.HttpClient`
-    (proxies from the environment, :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`); for an
-    ``https`` base URL, :meth:`prepare` loads its CA bundle in a worker thread. A given
-    client stays the caller's to close. :meth:`aclose` (or ``async with``) releases the
-    owned client; a closed adapter refuses new streams.
+    Without ``session`` the adapter owns one ``aiohttp.ClientSession``, created on the
+    first stream (:func:`~dsh.adapters.deepseek.transport.new_session`:
+    :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`), and sends through the proxy the
+    environment names for its URL at that moment
+    (:func:`~dsh.adapters.deepseek.transport.env_proxy`). A given session stays the
+    caller's to close, and its own timeouts and proxy settings apply. Either way ``https``
+    requests verify against :func:`~dsh.adapters.deepseek.transport.load_ssl_context`,
+    built once (:meth:`prepare` starts that, and the aiohttp import, in a worker thread). :meth:`aclose` (or
+    ``async with``) closes the owned session; a closed adapter refuses new streams.
     """
 
     def __init__(
@@ -320,7 +334,7 @@ class DeepSeekAdapter(LlmAdapter):
         models: Sequence[str] = DEFAULT_MODELS,
         thinking: Thinking | None = None,
         reasoning_effort: ReasoningEffort | None = None,
-        client: HttpClient | None = None,
+        session: aiohttp.ClientSession | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
     ) -> None:
         self.base_url = base_url
@@ -335,9 +349,12 @@ class DeepSeekAdapter(LlmAdapter):
             "user-agent": USER_AGENT,
         }
         self._encoder = RequestEncoder()
-        self._client = client
-        self._owns_client = client is None
-        self._preparing: asyncio.Future[Any] | None = None
+        self._session = session
+        self._owns_session = session is None
+        self._proxy: Proxy = (None, None)
+        self._tls = self._ssl_context if base_url.lower().startswith("https:") else None
+        self._ssl: ssl.SSLContext | None = None
+        self._preparing: asyncio.Future[ssl.SSLContext | None] | None = None
         self._closed = False
 
     @property
@@ -357,40 +374,52 @@ class DeepSeekAdapter(LlmAdapter):
         await self.aclose()
 
     def prepare(self) -> None:
-        """Create the owned HTTP client and, for an ``https`` base URL, load its CA bundle in a worker thread.
+        """Import aiohttp in a worker thread, building the TLS context there too for an ``https`` base URL.
 
-        Call it on the event loop. Loading the CA bundle takes tens of milliseconds
-        (mostly outside the GIL): starting it when the plugin loads overlaps it with the
+        Call it on the event loop. Importing aiohttp and loading a CA bundle take tens of
+        milliseconds each: starting them when the plugin loads overlaps them with the
         rest of the boot instead of delaying the first request. A bundle that cannot be
-        loaded fails the first call instead (``NETWORK``). Idempotent; does nothing with
-        a given client or once closed.
+        loaded fails the first call instead (``NETWORK``). Idempotent; does nothing once
+        closed.
         """
-        if self._closed or not self._owns_client or self._preparing is not None:
+        if self._closed or self._preparing is not None:
             return
-        client = self._owned()
-        if self.base_url.lower().startswith("https:"):
-            self._preparing = asyncio.ensure_future(asyncio.to_thread(client.prepare_tls))
+        self._preparing = asyncio.ensure_future(asyncio.to_thread(warm_up, self.url, self._tls is not None))
+
+    async def _ssl_context(self) -> ssl.SSLContext:
+        """The TLS context: the prepared one, else built now; a failed build is tried again by the next call."""
+        if self._ssl is None:
+            preparing, self._preparing = self._preparing, None
+            if preparing is not None:
+                with contextlib.suppress(LlmError):  # built again below, so the error is this call's
+                    self._ssl = await preparing
+            if self._ssl is None:
+                self._ssl = load_ssl_context(self.url)
+        return self._ssl
 
     async def aclose(self) -> None:
-        """Refuse new streams and close the owned HTTP client, waiting for its TLS setup (idempotent)."""
+        """Refuse new streams and close the owned session, waiting for :meth:`prepare`'s thread (idempotent)."""
         self._closed = True
-        client, self._client = self._client, None
+        session, self._session = self._session, None
         preparing, self._preparing = self._preparing, None
         if preparing is not None:
             with contextlib.suppress(Exception):  # a failed setup is reported by the call that needs it
                 await preparing
-        if client is not None and self._owns_client:
-            await client.aclose()
+        if session is not None and self._owns_session:
+            await session.close()
 
-    def _owned(self) -> HttpClient:
-        if self._client is None:
-            self._client = _new_client()
-        return self._client
-
-    def _http(self) -> HttpClient:
+    def _http(self) -> aiohttp.ClientSession:
         if self._closed:
             raise LlmError("this DeepSeekAdapter is closed: create a new one (or reload llm-deepseek)", "CLOSED")
-        return self._owned()
+        if self._session is None:
+            self._session = new_session()
+            proxy, authorization = env_proxy(self.url)
+            self._proxy = (proxy, None)
+            if authorization is not None and self._tls is None:  # the proxy reads it off the forwarded request
+                self._headers = {**self._headers, "proxy-authorization": authorization}
+            elif authorization is not None:  # https: it goes on the CONNECT request only
+                self._proxy = (proxy, {"proxy-authorization": authorization})
+        return self._session
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """One streaming call; see the module docstring for failures, connection reuse and cancellation."""
@@ -398,8 +427,10 @@ class DeepSeekAdapter(LlmAdapter):
         signal = options.signal
         if signal is not None:
             signal.throw_if_aborted()
-        client = self._http()
-        exchange = _Exchange(client, self.url, self._headers, content, signal, self.drain_timeout)
+        session = self._http()
+        exchange = _Exchange(
+            session, self._tls, self._proxy, self.url, self._headers, content, signal, self.drain_timeout
+        )
         try:
             while batch := await exchange.take():
                 for chunk in batch:

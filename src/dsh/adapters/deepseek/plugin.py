@@ -10,10 +10,11 @@ Config (YAML keys in camelCase; the snake_case spellings are accepted too):
 
 The environment is read only for keys the config leaves out (or null): an explicit
 empty ``apiKey`` fails rather than falling back, and an empty base URL is used as is.
-``apply`` builds ONE :class:`DeepSeekAdapter`, starts building its HTTP client in a
-worker thread (:meth:`DeepSeekAdapter.prepare`), registers it for every model at once
-and returns it (``fiber.instance``); unloading the plugin unregisters the models,
-then closes the adapter's HTTP client.
+``apply`` builds ONE :class:`DeepSeekAdapter`, starts importing aiohttp (and, for an
+``https`` base URL, its TLS setup) in a worker thread (:meth:`DeepSeekAdapter.prepare`),
+registers it for every model at once and returns it (``fiber.instance``); unloading the
+plugin unregisters the models, then closes the adapter's aiohttp session (a registered
+disposer).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def apply(ctx: Context, config: Config) -> DeepSeekAdapter:
         thinking=config.thinking,
         reasoning_effort=config.reasoning_effort,
     )
-    ctx.effect(lambda: adapter.aclose, "llm-deepseek http client")
+    ctx.effect(lambda: adapter.aclose, "llm-deepseek http session")
     adapter.prepare()
     ctx[LLM].register_adapter(config.models, adapter)
     return adapter
