@@ -276,32 +276,46 @@ class AcpBridge:
         return {"sessionId": session_id}
 
     async def load_session(self, raw: Any) -> dict[str, Any]:
-        """Resume a persisted session and replay its whole log as updates before answering ``{}``."""
+        """Resume a persisted session and replay its whole log as updates before answering ``{}``.
+
+        A session already live on this connection (an editor reopening a thread) is
+        not resumed again: its log so far is replayed. An id that is neither live nor
+        stored is ``-32602 unknown session``.
+        """
         params = LoadSessionParams.model_validate(raw)
         self._assert_open()
         session_id = params.sessionId
-        if session_id in self._sessions or session_id in self._loading:
+        if session_id in self._loading:
             raise RequestError.invalid_params(f"session {session_id} is already loaded")
         self._check_workspace(params)
-        self._loading.add(session_id)
-        try:
-            await self._check_persisted_cwd(session_id, params.cwd)
-            agent, owner = await self._resume(session_id)
-        finally:
-            self._loading.discard(session_id)
-        record = self._register(session_id, agent, owner)
-        replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
-        for event in agent.session.events:
-            stream_session_event_update(
-                session_id, event, self._notify, replay, record.terminal, include_user_messages=True
-            )
+        record = self._sessions.get(session_id)
+        if record is not None:
+            _check_header_cwd(session_id, record.agent.session.header.get("cwd"), params.cwd)
+        else:
+            self._loading.add(session_id)
+            try:
+                await self._check_persisted_cwd(session_id, params.cwd)
+                agent, owner = await self._resume(session_id)
+            finally:
+                self._loading.discard(session_id)
+            record = self._register(session_id, agent, owner)
+        self._replay(record)
         return {}
+
+    def _replay(self, record: SessionRecord) -> None:
+        replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
+        for event in list(record.agent.session.events):
+            stream_session_event_update(
+                record.session_id, event, self._notify, replay, record.terminal, include_user_messages=True
+            )
 
     async def _check_persisted_cwd(self, session_id: str, cwd: str) -> None:
         for header in await self._persistence.list():
             if header["id"] == session_id:
                 _check_header_cwd(session_id, header.get("cwd"), cwd)
                 return
+        if not await self._persistence.has(session_id):
+            raise RequestError.invalid_params(f"unknown session: {session_id}")
 
     async def _resume(self, session_id: str) -> tuple[Agent, Fiber]:
         owner = await self._open_owner()
