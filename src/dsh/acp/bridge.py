@@ -45,6 +45,7 @@ from dsh.acp.params import (
 )
 from dsh.acp.stream import TerminalContext, ToolPresenter, stream_session_event_update
 from dsh.acp.transport import LineTransport
+from dsh.acp.unconfigured import initialize_result
 from dsh.core.agent import (
     AGENT_STATUS,
     AGENTS,
@@ -58,9 +59,6 @@ from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
-
-PROTOCOL_VERSION: Final = 1
-"""The ACP protocol version the bridge speaks (and answers to any client)."""
 
 DISPOSED_MESSAGE: Final = "the ACP bridge has been disposed"
 UNSUPPORTED_CONTENT_MESSAGE: Final = (
@@ -237,15 +235,7 @@ class AcpBridge:
         capabilities = params.clientCapabilities
         meta = capabilities.meta if capabilities is not None else None
         self._terminal_output = meta is not None and meta.get("terminal_output") is True
-        return {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentInfo": {"name": self._config.agent_name, "version": self._config.agent_version},
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-            },
-            "authMethods": [],
-        }
+        return initialize_result(self._config)
 
     async def authenticate(self, raw: Any) -> dict[str, Any]:
         """A no-op (no auth methods are advertised); answers ``{}``."""
