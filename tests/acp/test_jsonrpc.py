@@ -70,7 +70,8 @@ async def test_hostile_frames_are_answered_and_never_end_the_connection(tmp_path
         client.write_raw('{"jsonrpc": "2.0", "id": -Infinity, "method": "initialize", "params": {}}')
         client.write_raw('{"jsonrpc": "2.0", "id": 1.5, "method": "session/cancel", "params": {"sessionId": "x"}}')
         client.write_raw('{"jsonrpc": "2.0", "id": 7, "method": "session/cancel", "params": {}}')
-        await client.wait_for(lambda c: len(c.frames) >= 7)
+        client.write_raw('{"jsonrpc": "2.0", "id": 8, "method": "session/cancel", "params": {"sessionId": "gone"}}')
+        await client.wait_for(lambda c: len(c.frames) >= 8)
         invalid = '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}'
         assert client.raw_lines[:6] == [
             '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
@@ -78,12 +79,17 @@ async def test_hostile_frames_are_answered_and_never_end_the_connection(tmp_path
             invalid,
             invalid,
             invalid,
-            '{"jsonrpc":"2.0","id":1.5,"result":null}',
+            '{"jsonrpc":"2.0","id":1.5,"error":{"code":-32602,"message":"Invalid params: unknown session: x"}}',
         ]
         assert client.frames[6]["id"] == 7
         assert client.frames[6]["error"]["code"] == -32602
+        assert client.frames[7]["error"] == {"code": -32602, "message": "Invalid params: unknown session: gone"}
+        session_id = await client.new_session(CWD)
+        assert client.raw_lines[-1].startswith('{"jsonrpc":"2.0","id":1,')
+        await client.request("session/cancel", {"sessionId": session_id})  # a live session: answered null
+        assert client.raw_lines[-1] == '{"jsonrpc":"2.0","id":2,"result":null}'
         assert (await client.initialize())["protocolVersion"] == 1
-        assert len(client.frames) == 8
+        assert len(client.frames) == 11
 
 
 @pytest.mark.parametrize(

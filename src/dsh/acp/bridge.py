@@ -348,11 +348,15 @@ class AcpBridge:
         return {"stopReason": inflight.answer.result()}
 
     def cancel(self, raw: Any) -> None:
-        """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled`` (unknown id: no-op)."""
+        """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled``.
+
+        An unknown id raises ``-32602 unknown session``: answered when the cancel was
+        sent as a request, only logged (debug) for the usual notification.
+        """
         params = CancelParams.model_validate(raw)
         record = self._sessions.get(params.sessionId)
         if record is None:
-            return
+            raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
         record.agent.cancel("session/cancel")
         self._resolve(record, "cancelled")
 

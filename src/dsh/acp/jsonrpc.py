@@ -17,7 +17,8 @@ controls what the reference clients compare: error texts (a deliberate error has
   handler raises :class:`RequestError` for a deliberate error; any other exception
   becomes ``-32603 Internal error`` with its message under ``data`` (``{"details":
   ...}``, the parsed value when the message is itself JSON, ``{}`` when empty).
-  Notifications never answer: their failures are logged. A notification method sent
+  Notifications never answer: their failures are logged (a deliberate
+  :class:`RequestError` at debug level). A notification method sent
   as a request (with an id) runs its handler and is answered: ``null``, or its error.
   Every request is answered exactly once.
 * **Lifetime.** :meth:`JsonRpcConnection.start` begins reading. At end of input the
@@ -309,5 +310,7 @@ class JsonRpcConnection:
     async def _notified(self, method: str, handler: NotificationHandler, params: Any) -> None:
         try:
             handler(params)
+        except RequestError as error:  # deliberate, and nobody to answer: not worth a warning
+            self._logger.debug("acp: notification %s refused: %s", method, error.message)
         except Exception as error:
             self._logger.warn("acp: notification %s failed: %s", method, error)
