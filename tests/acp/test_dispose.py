@@ -92,19 +92,42 @@ async def test_no_agent_is_created_by_a_session_new_after_the_bridge_has_closed_
         assert stack.agents.list() == []
 
 
-async def test_a_client_disconnect_mid_prompt_tears_the_session_down_to_quiescence(tmp_path: Path) -> None:
-    """a client disconnect mid-prompt tears the session down to quiescence"""
+async def test_a_client_disconnect_mid_prompt_lets_the_prompt_finish_and_answers_it(tmp_path: Path) -> None:
+    """(issue) end of input lets a prompt in flight finish: it is answered, then the session is torn down"""
+    async with bridge_stack(tmp_path, [text_response("done")]) as stack:
+        session_id = await stack.session()
+        agent = stack.agent(session_id)
+        prompt = stack.client.prompt_future(session_id, "go")
+        await stack.close_client_transport()
+        assert result_of(await prompt) == {"stopReason": "end_turn"}
+        assert stack.bridge.closed
+        assert stack.bridge.session_ids == []
+        assert agent.status == "idle"
+        ends = [e["data"]["reason"] for e in agent.session.events if e["type"] == "turn/end"]
+        assert ends == [{"kind": "completed"}]
+
+
+async def test_a_client_disconnect_mid_prompt_tears_the_session_down_to_quiescence_on_disposal(
+    tmp_path: Path,
+) -> None:
+    """a client disconnect mid-prompt waits for the prompt; disposal then tears the session down"""
     async with bridge_stack(tmp_path, [HANG]) as stack:
         session_id = await stack.session()
         agent = stack.agent(session_id)
         prompt = stack.client.prompt_future(session_id, "go")
         await stack.client.wait_for(saw_chunk())
-        await stack.close_client_transport()
+        stack.client.close()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not stack.bridge.closed  # the prompt in flight is still being served
+        assert not prompt.done()
+        await stack.acp_fiber.dispose()
+        await stack.bridge.wait_closed()
         assert stack.bridge.closed
         assert stack.bridge.session_ids == []
-        assert agent.status == "idle"
+        assert agent.status == "disposed"
         ends = [e["data"]["reason"] for e in agent.session.events if e["type"] == "turn/end"]
-        assert ends == [{"kind": "aborted", "reason": "disposed"}]
+        assert ends == [{"kind": "disposed"}]
         # the answer still reached the client before the server closed its side
         assert result_of(await prompt) == {"stopReason": "cancelled"}
 

@@ -59,6 +59,39 @@ async def test_malformed_input_gets_the_right_error_and_the_connection_keeps_ser
         assert len(client.frames) == 9
 
 
+async def test_hostile_frames_are_answered_and_never_end_the_connection(tmp_path: Path) -> None:
+    """(issue) 1,000 '[' (the decoder's recursion limit), NaN / Infinity ids, a cancel sent as a request"""
+    async with bridge_stack(tmp_path) as stack:
+        client = stack.client
+        client.write_raw("[" * 1000)
+        client.write_raw("[" * 100_000 + "]" * 100_000)
+        client.write_raw('{"jsonrpc": "2.0", "id": NaN, "method": "initialize", "params": {}}')
+        client.write_raw('{"jsonrpc": "2.0", "id": Infinity, "method": "initialize", "params": {}}')
+        client.write_raw('{"jsonrpc": "2.0", "id": -Infinity, "method": "initialize", "params": {}}')
+        client.write_raw('{"jsonrpc": "2.0", "id": 1.5, "method": "session/cancel", "params": {"sessionId": "x"}}')
+        client.write_raw('{"jsonrpc": "2.0", "id": 7, "method": "session/cancel", "params": {}}')
+        client.write_raw('{"jsonrpc": "2.0", "id": 8, "method": "session/cancel", "params": {"sessionId": "gone"}}')
+        await client.wait_for(lambda c: len(c.frames) >= 8)
+        invalid = '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}'
+        assert client.raw_lines[:6] == [
+            '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+            '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+            invalid,
+            invalid,
+            invalid,
+            '{"jsonrpc":"2.0","id":1.5,"error":{"code":-32602,"message":"Invalid params: unknown session: x"}}',
+        ]
+        assert client.frames[6]["id"] == 7
+        assert client.frames[6]["error"]["code"] == -32602
+        assert client.frames[7]["error"] == {"code": -32602, "message": "Invalid params: unknown session: gone"}
+        session_id = await client.new_session(CWD)
+        assert client.raw_lines[-1].startswith('{"jsonrpc":"2.0","id":1,')
+        await client.request("session/cancel", {"sessionId": session_id})  # a live session: answered null
+        assert client.raw_lines[-1] == '{"jsonrpc":"2.0","id":2,"result":null}'
+        assert (await client.initialize())["protocolVersion"] == 1
+        assert len(client.frames) == 11
+
+
 @pytest.mark.parametrize(
     ("method", "params"),
     [
@@ -228,8 +261,44 @@ async def test_notification_failures_are_logged_never_answered(
     assert [frame["id"] for frame in peer.client.frames] == [1]
 
 
-async def test_end_of_input_runs_on_close_then_waits_for_handlers_then_closes_the_transport(peers: list[Peer]) -> None:
-    """(§14.1) lifetime: teardown first, in-flight handlers answered, then the transport closes"""
+async def test_end_of_input_answers_the_handlers_in_flight_then_runs_on_close_then_closes_the_transport(
+    peers: list[Peer],
+) -> None:
+    """(issue) lifetime: at end of input the requests in flight finish and are answered, then teardown"""
+    order: list[str] = []
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow(params: Any) -> Any:
+        entered.set()
+        await release.wait()
+        order.append("handler done")
+        return "late"
+
+    async def on_close() -> None:
+        order.append("on_close")
+
+    peer = make_peer({"slow": slow}, on_close=on_close)
+    peers.append(peer)
+    was_closed = peer.connection.closed
+    assert was_closed is False
+    peer.connection.start()
+    pending = peer.client.send("slow", {})
+    await entered.wait()
+    peer.client.close()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert order == []  # the request in flight holds the teardown back
+    release.set()
+    await peer.connection.wait_closed()
+    assert peer.connection.closed
+    assert order == ["handler done", "on_close"]
+    assert (await pending)["result"] == "late"
+    assert peer.server.closed
+
+
+async def test_aclose_during_the_end_of_input_drain_runs_on_close_at_once(peers: list[Peer]) -> None:
+    """(issue) aclose while end of input waits for a handler: teardown runs first, the handler is still answered"""
     order: list[str] = []
     entered = asyncio.Event()
     release = asyncio.Event()
@@ -246,17 +315,15 @@ async def test_end_of_input_runs_on_close_then_waits_for_handlers_then_closes_th
 
     peer = make_peer({"slow": slow}, on_close=on_close)
     peers.append(peer)
-    was_closed = peer.connection.closed
-    assert was_closed is False
     peer.connection.start()
     pending = peer.client.send("slow", {})
     await entered.wait()
     peer.client.close()
-    await peer.connection.wait_closed()
-    assert peer.connection.closed
+    for _ in range(10):
+        await asyncio.sleep(0)
+    await peer.connection.aclose()
     assert order == ["on_close", "handler done"]
     assert (await pending)["result"] == "late"
-    assert peer.server.closed
 
 
 async def test_aclose_stops_reading_and_finishes_like_end_of_input(peers: list[Peer]) -> None:

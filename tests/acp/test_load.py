@@ -209,17 +209,30 @@ async def test_rejects_load_for_a_non_absolute_cwd_still_required_to_be_absolute
                 await loader.client.request("session/load", params)
 
 
-async def test_lets_persistence_reject_a_load_for_an_unknown_id_after_metadata_lookup_misses(tmp_path: Path) -> None:
-    """lets persistence reject a load for an unknown id after metadata lookup misses"""
+async def test_a_load_of_an_id_that_is_neither_live_nor_stored_is_an_invalid_params_error(tmp_path: Path) -> None:
+    """(issue) session/load of an unknown id is -32602 unknown session, and nothing is created"""
     async with bridge_stack(tmp_path) as loader:
         await loader.client.initialize()
         with pytest.raises(RpcResponseError) as caught:
             await loader.client.load_session("never-stored", CWD)
-        assert caught.value.code == -32603
-        assert caught.value.message == "Internal error"
-        assert "never-stored" in caught.value.error["data"]["details"]
+        assert caught.value.error == {"code": -32602, "message": "Invalid params: unknown session: never-stored"}
         assert loader.agents.list() == []
         assert loader.bridge.session_ids == []
+
+
+async def test_a_stored_session_the_metadata_listing_misses_still_loads(tmp_path: Path) -> None:
+    """(extra) when the header listing misses an id that persistence holds, the load goes on to resume it"""
+    stored = await persist_turn(tmp_path, "hi", "one")
+    async with bridge_stack(tmp_path) as loader:
+        await loader.client.initialize()
+        service = unwrap(loader.persistence)
+
+        async def no_headers() -> Any:
+            return []
+
+        service.list = no_headers  # type: ignore[method-assign]
+        assert await loader.client.load_session(stored, CWD) == {}
+        assert loader.bridge.session_ids == [stored]
 
 
 async def test_rejects_loading_a_persisted_session_that_has_no_cwd(tmp_path: Path) -> None:
@@ -239,10 +252,10 @@ async def test_rejects_loading_a_persisted_session_that_has_no_cwd(tmp_path: Pat
             assert loader.agents.get("legacy") is None
 
 
-async def test_allows_loading_alongside_an_existing_session_but_rejects_re_loading_the_same_id(
+async def test_allows_loading_alongside_an_existing_session_and_re_loading_a_live_one_replays_it(
     tmp_path: Path,
 ) -> None:
-    """allows loading alongside an existing session but rejects re-loading the SAME id"""
+    """(issue) loading beside live sessions works; re-loading a live id (an editor reopening a thread) replays it"""
     stored = await persist_turn(tmp_path, "hi", "one")
     async with bridge_stack(tmp_path, [text_response("two")]) as live:
         session_id = await live.session()
@@ -251,13 +264,21 @@ async def test_allows_loading_alongside_an_existing_session_but_rejects_re_loadi
         assert other != session_id
         assert await live.client.load_session(stored, CWD) == {}
         assert sorted(live.bridge.session_ids) == sorted([session_id, other, stored])
+        agent = live.agent(session_id)
         for already in (session_id, stored):
-            with pytest.raises(RpcResponseError) as caught:
-                await live.client.load_session(already, CWD)
-            assert caught.value.error == {
-                "code": -32602,
-                "message": f"Invalid params: session {already} is already loaded",
-            }
+            before = len(live.client.session_updates)
+            assert await live.client.load_session(already, CWD) == {}
+            replayed = [update for _, update in live.client.session_updates[before:]]
+            assert {sid for sid, _ in live.client.session_updates[before:]} == {already}
+            assert replayed[0] == {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}
+            text = "".join(u["content"]["text"] for u in replayed if u["sessionUpdate"] == "agent_message_chunk")
+            assert text == ("two" if already == session_id else "one")
+        assert live.agent(session_id) is agent  # the live agent is kept, not resumed a second time
+        assert sorted(live.bridge.session_ids) == sorted([session_id, other, stored])
+        with pytest.raises(RpcResponseError) as caught:
+            await live.client.load_session(session_id, "/elsewhere")
+        assert caught.value.code == -32602
+        assert "cwd mismatch" in caught.value.message
 
 
 async def test_a_load_of_an_id_that_is_still_loading_is_rejected(tmp_path: Path) -> None:

@@ -364,6 +364,7 @@ def test_a_presenter_without_a_registry_presents_generically() -> None:
 
 # ------------------------------------------------------- terminal-card mapping
 ON = TerminalContext(enabled=True, cwd="/work/space")
+OFF = TerminalContext(enabled=False, cwd="/work/space")
 
 
 def test_capability_on_description_content_then_terminal_block_cwd_from_the_session_header(
@@ -438,6 +439,23 @@ def test_capability_on_a_signal_kill_maps_to_terminal_exit_signal(tool_registry:
         [tool_call("c2", "shell", {"command": "false"}), tool_result("c2", [text("x\n[exit code: 3]")])], presenter, ON
     )
     assert failed["_meta"]["terminal_exit"] == {"terminal_id": "c2", "exit_code": 3}
+    assert (result["status"], failed["status"]) == ("failed", "failed")  # (issue) a non-zero exit or a kill failed
+
+
+def test_a_command_that_exits_non_zero_is_failed_with_or_without_terminal_cards(tool_registry: ToolRegistry) -> None:
+    """(issue) exit code 0 completes; a non-zero exit code is reported failed, terminal capability on or off"""
+    tool_registry.register(shell_tool())
+    presenter = ToolPresenter(tool_registry)
+    for terminal in (ON, OFF):
+        _, ok = collect(
+            [tool_call("a", "shell", {"command": "true"}), tool_result("a", [text("fine")])], presenter, terminal
+        )
+        _, bad = collect(
+            [tool_call("b", "shell", {"command": "false"}), tool_result("b", [text("x\n[exit code: 1]")])],
+            presenter,
+            terminal,
+        )
+        assert (ok["status"], bad["status"]) == ("completed", "failed")
 
 
 def test_capability_on_a_terminal_result_with_output_but_no_exit_signal_emits_terminal_output_and_no_exit_pill(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from dsh.acp import StdioTransport, memory_transport_pair
+from dsh.acp import transport as transport_module
+from dsh.acp.transport import OVERLONG
 
 
 async def test_memory_pair_carries_lines_both_ways_and_signals_end_of_input() -> None:
@@ -74,6 +78,46 @@ async def test_stdio_over_pipes_reads_lines_and_writes_frames(pipes: list[int]) 
     close_fd(pipes, out_write)  # our duplicate is closed; close the original too
     with open(out_read, "rb", closefd=False) as produced:
         assert produced.read() == '{"b":"é"}\nsecond\n'.encode()
+
+
+async def test_a_line_longer_than_the_read_limit_is_dropped_and_reading_goes_on(
+    pipes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(issue) an overlong line never ends the connection: it reads as OVERLONG (not JSON), then the next line"""
+    monkeypatch.setattr(transport_module, "READ_LIMIT", 16)
+    in_read, in_write = make_pipe(pipes)
+    _, out_write = make_pipe(pipes)
+    transport = await StdioTransport.open(in_read, out_write)
+    os.write(in_write, b"x" * 20 + b"\n" + b"y" * 200 + b"\n" + b'{"a":1}\n' + b"z" * 100)
+    close_fd(pipes, in_write)
+    assert await transport.read_line() == OVERLONG
+    assert await transport.read_line() == OVERLONG
+    assert await transport.read_line() == '{"a":1}'
+    assert await transport.read_line() == OVERLONG
+    assert await transport.read_line() is None
+    with pytest.raises(ValueError):
+        json.loads(OVERLONG)  # the connection answers it with a parse error
+    await transport.aclose()
+
+
+async def test_an_overlong_line_arriving_in_pieces_is_skipped_piece_by_piece(
+    pipes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(issue) the overlong line is never held whole: each buffered piece is dropped until its newline"""
+    monkeypatch.setattr(transport_module, "READ_LIMIT", 16)
+    in_read, in_write = make_pipe(pipes)
+    _, out_write = make_pipe(pipes)
+    transport = await StdioTransport.open(in_read, out_write)
+    reading = asyncio.ensure_future(transport.read_line())
+    for piece in (b"a" * 100, b"b" * 100, b"c" * 100):
+        os.write(in_write, piece)
+        for _ in range(20):
+            await asyncio.sleep(0)
+    assert not reading.done()
+    os.write(in_write, b"\nnext\n")
+    assert await reading == OVERLONG
+    assert await transport.read_line() == "next"
+    await transport.aclose()
 
 
 async def test_stdio_write_fails_once_the_reader_went_away(pipes: list[int]) -> None:

@@ -134,6 +134,58 @@ async def test_acp_needs_the_bridge_services(tmp_path: Path, capsys: pytest.Capt
     )
 
 
-async def test_acp_without_a_key_explains_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert await amain(["acp"]) == 2
-    assert "DEEPSEEK_API_KEY" in capsys.readouterr().err
+async def test_acp_with_bad_arguments_exits_before_serving(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert await amain(["acp", "--cwd", str(tmp_path / "absent")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
+async def test_acp_without_a_key_answers_initialize_and_refuses_sessions_with_the_fix(
+    pipes: Pipes, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(issue) no API key: initialize is answered, session methods fail with the configuration message, exit 2"""
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    with (
+        os.fdopen(os.dup(pipes.stdin), "r") as stdin,
+        os.fdopen(os.dup(pipes.stdout), "w") as stdout,
+        os.fdopen(os.dup(pipes.stderr), "w") as stderr,
+        monkeypatch.context() as patch,
+    ):
+        patch.setattr("sys.stdin", stdin)
+        patch.setattr("sys.stdout", stdout)
+        patch.setattr("sys.stderr", stderr)
+        serving = asyncio.ensure_future(amain(["acp", "--cwd", str(workspace)]))
+        pipes.send(INITIALIZE)
+        answer = await pipes.receive()
+        assert answer["result"]["protocolVersion"] == 1
+        assert answer["result"]["agentInfo"] == {"name": "dsh", "version": __version__}
+        new = {"cwd": str(workspace), "mcpServers": []}
+        pipes.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new})
+        pipes.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}})
+        pipes.send({"jsonrpc": "2.0", "id": 4, "method": "authenticate", "params": {"methodId": "x"}})
+        pipes.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}})
+        refused = [await pipes.receive() for _ in range(3)]
+        by_id = {frame["id"]: frame for frame in refused}
+        for request_id in (2, 3):
+            error = by_id[request_id]["error"]
+            assert error["code"] == -32603
+            assert "DEEPSEEK_API_KEY" in error["message"]
+        assert by_id[4]["result"] == {}
+        os.close(pipes.to_server)
+        assert await serving == 2
+    assert "DEEPSEEK_API_KEY" in os.read(pipes.errors, 65536).decode()
+
+
+async def test_acp_without_a_key_stops_on_sigterm(
+    pipes: Pipes, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh.cli.errors import CliError
+    from dsh.cli.serve_acp import serve_unconfigured
+
+    settings = Settings.from_args(namespace(cwd=str(workspace)), {})
+    serving = asyncio.ensure_future(
+        serve_unconfigured(CliError("set the key", 2), settings, stdin=pipes.stdin, stdout=pipes.stdout)
+    )
+    pipes.send(INITIALIZE)
+    await pipes.receive()
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await serving == 2

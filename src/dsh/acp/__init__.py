@@ -7,10 +7,12 @@ it as ``dsh.acp``) and its entry points :func:`run_acp` / :func:`serve_stdio`:
 * :mod:`.stream` — session events → ``session/update`` (pure), tool presentation;
 * :mod:`.codec` — prompt text, stop reasons, content mapping (pure);
 * :mod:`.jsonrpc` — the newline-delimited JSON-RPC 2.0 connection (one ordered writer);
-* :mod:`.transport` — in-memory and stdio line transports.
+* :mod:`.transport` — in-memory and stdio line transports;
+* :mod:`.unconfigured` — :func:`serve_unconfigured`: answers ``initialize`` and refuses
+  session methods with the configuration problem when no agent can run.
 """
 
-from dsh.acp.bridge import DISPOSED_MESSAGE, PROTOCOL_VERSION, AcpBridge, Inflight, SessionRecord
+from dsh.acp.bridge import DISPOSED_MESSAGE, AcpBridge, Inflight, SessionRecord
 from dsh.acp.codec import (
     StopReason,
     acp_prompt_to_text,
@@ -46,6 +48,7 @@ from dsh.acp.stream import (
     tool_kind_for,
 )
 from dsh.acp.transport import LineTransport, MemoryTransport, StdioTransport, memory_transport_pair
+from dsh.acp.unconfigured import PROTOCOL_VERSION, initialize_result, serve_unconfigured
 
 __all__ = [
     "DEFAULT_AGENT_NAME",
@@ -80,6 +83,7 @@ __all__ = [
     "apply",
     "encode_frame",
     "harness_block_to_acp_content",
+    "initialize_result",
     "inject",
     "memory_transport_pair",
     "name",
@@ -87,6 +91,7 @@ __all__ = [
     "prompt_has_unsupported_content",
     "run_acp",
     "serve_stdio",
+    "serve_unconfigured",
     "stream_session_event_update",
     "terminal_cwd",
     "tool_kind_for",

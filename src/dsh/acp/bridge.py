@@ -45,6 +45,7 @@ from dsh.acp.params import (
 )
 from dsh.acp.stream import TerminalContext, ToolPresenter, stream_session_event_update
 from dsh.acp.transport import LineTransport
+from dsh.acp.unconfigured import initialize_result
 from dsh.core.agent import (
     AGENT_STATUS,
     AGENTS,
@@ -58,9 +59,6 @@ from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
-
-PROTOCOL_VERSION: Final = 1
-"""The ACP protocol version the bridge speaks (and answers to any client)."""
 
 DISPOSED_MESSAGE: Final = "the ACP bridge has been disposed"
 UNSUPPORTED_CONTENT_MESSAGE: Final = (
@@ -237,15 +235,7 @@ class AcpBridge:
         capabilities = params.clientCapabilities
         meta = capabilities.meta if capabilities is not None else None
         self._terminal_output = meta is not None and meta.get("terminal_output") is True
-        return {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentInfo": {"name": self._config.agent_name, "version": self._config.agent_version},
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-            },
-            "authMethods": [],
-        }
+        return initialize_result(self._config)
 
     async def authenticate(self, raw: Any) -> dict[str, Any]:
         """A no-op (no auth methods are advertised); answers ``{}``."""
@@ -276,32 +266,46 @@ class AcpBridge:
         return {"sessionId": session_id}
 
     async def load_session(self, raw: Any) -> dict[str, Any]:
-        """Resume a persisted session and replay its whole log as updates before answering ``{}``."""
+        """Resume a persisted session and replay its whole log as updates before answering ``{}``.
+
+        A session already live on this connection (an editor reopening a thread) is
+        not resumed again: its log so far is replayed. An id that is neither live nor
+        stored is ``-32602 unknown session``.
+        """
         params = LoadSessionParams.model_validate(raw)
         self._assert_open()
         session_id = params.sessionId
-        if session_id in self._sessions or session_id in self._loading:
+        if session_id in self._loading:
             raise RequestError.invalid_params(f"session {session_id} is already loaded")
         self._check_workspace(params)
-        self._loading.add(session_id)
-        try:
-            await self._check_persisted_cwd(session_id, params.cwd)
-            agent, owner = await self._resume(session_id)
-        finally:
-            self._loading.discard(session_id)
-        record = self._register(session_id, agent, owner)
-        replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
-        for event in agent.session.events:
-            stream_session_event_update(
-                session_id, event, self._notify, replay, record.terminal, include_user_messages=True
-            )
+        record = self._sessions.get(session_id)
+        if record is not None:
+            _check_header_cwd(session_id, record.agent.session.header.get("cwd"), params.cwd)
+        else:
+            self._loading.add(session_id)
+            try:
+                await self._check_persisted_cwd(session_id, params.cwd)
+                agent, owner = await self._resume(session_id)
+            finally:
+                self._loading.discard(session_id)
+            record = self._register(session_id, agent, owner)
+        self._replay(record)
         return {}
+
+    def _replay(self, record: SessionRecord) -> None:
+        replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
+        for event in list(record.agent.session.events):
+            stream_session_event_update(
+                record.session_id, event, self._notify, replay, record.terminal, include_user_messages=True
+            )
 
     async def _check_persisted_cwd(self, session_id: str, cwd: str) -> None:
         for header in await self._persistence.list():
             if header["id"] == session_id:
                 _check_header_cwd(session_id, header.get("cwd"), cwd)
                 return
+        if not await self._persistence.has(session_id):
+            raise RequestError.invalid_params(f"unknown session: {session_id}")
 
     async def _resume(self, session_id: str) -> tuple[Agent, Fiber]:
         owner = await self._open_owner()
@@ -344,11 +348,15 @@ class AcpBridge:
         return {"stopReason": inflight.answer.result()}
 
     def cancel(self, raw: Any) -> None:
-        """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled`` (unknown id: no-op)."""
+        """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled``.
+
+        An unknown id raises ``-32602 unknown session``: answered when the cancel was
+        sent as a request, only logged (debug) for the usual notification.
+        """
         params = CancelParams.model_validate(raw)
         record = self._sessions.get(params.sessionId)
         if record is None:
-            return
+            raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
         record.agent.cancel("session/cancel")
         self._resolve(record, "cancelled")
 

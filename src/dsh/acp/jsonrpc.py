@@ -9,23 +9,30 @@ controls what the reference clients compare: error texts (a deliberate error has
   responses reach the client in exactly the order they were produced.
 * **Concurrency.** Each request and notification runs in its own task, started in
   arrival order: a ``session/cancel`` is handled while a ``session/prompt`` waits.
-* **Errors.** Malformed input never ends the connection: not JSON → ``-32700``; not a
-  JSON-RPC 2.0 message → ``-32600``; unknown method → ``-32601``; params that fail
+* **Errors.** Malformed input never ends the connection: not JSON (or nested deeper
+  than the decoder can follow) → ``-32700``; not a JSON-RPC 2.0 message, or an id that
+  is not a string, a finite number or null (``NaN``, ``Infinity``) → ``-32600`` with id
+  null; unknown method → ``-32601``; params that fail
   validation (pydantic) → ``-32602`` with the problems under ``data.errors``. A
   handler raises :class:`RequestError` for a deliberate error; any other exception
   becomes ``-32603 Internal error`` with its message under ``data`` (``{"details":
   ...}``, the parsed value when the message is itself JSON, ``{}`` when empty).
-  Notifications never answer: their failures are logged.
-* **Lifetime.** :meth:`JsonRpcConnection.start` begins reading. At end of input (or
-  :meth:`JsonRpcConnection.aclose`) the connection runs ``on_close``, waits for the
-  handlers still running, and closes the transport. Handlers must therefore finish
-  once ``on_close`` has run.
+  Notifications never answer: their failures are logged (a deliberate
+  :class:`RequestError` at debug level). A notification method sent
+  as a request (with an id) runs its handler and is answered: ``null``, or its error.
+  Every request is answered exactly once.
+* **Lifetime.** :meth:`JsonRpcConnection.start` begins reading. At end of input the
+  requests already received finish and are answered first; then the connection runs
+  ``on_close``, waits for what is still running, and closes the transport.
+  :meth:`JsonRpcConnection.aclose` stops reading and runs ``on_close`` at once (the
+  handlers still running must then finish promptly).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
@@ -106,7 +113,9 @@ def _validation_error(error: ValidationError) -> RequestError:
 
 
 def _valid_id(value: object) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 class JsonRpcConnection:
@@ -135,6 +144,7 @@ class JsonRpcConnection:
         self._handlers: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         self._runner: asyncio.Task[None] | None = None
+        self._aborted = asyncio.Event()
 
     # ---------------------------------------------------------------- lifetime
     def start(self) -> None:
@@ -155,7 +165,8 @@ class JsonRpcConnection:
             await asyncio.wait({self._runner})
 
     async def aclose(self) -> None:
-        """Stop reading now, then finish as at end of input (``on_close``, handlers, transport)."""
+        """Stop reading now and run ``on_close`` without waiting for the handlers first."""
+        self._aborted.set()
         if self._reader is not None:
             self._reader.cancel()
         await self.wait_closed()
@@ -172,8 +183,20 @@ class JsonRpcConnection:
                 return
             self._receive(line)
 
+    async def _drain(self) -> None:
+        """Wait for the running handlers, unless :meth:`aclose` asks to stop first."""
+        if not self._handlers:
+            return
+        aborted = asyncio.ensure_future(self._aborted.wait())
+        try:
+            while self._handlers and not aborted.done():
+                await asyncio.wait({*self._handlers, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+
     async def _serve(self, reader: asyncio.Task[None]) -> None:
         await asyncio.wait({reader})
+        await self._drain()  # end of input: what was asked is still answered
         if self._on_close is not None:
             try:
                 await self._on_close()
@@ -217,9 +240,12 @@ class JsonRpcConnection:
             return
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
             self._send_error(None, RequestError(PARSE_ERROR, "Parse error"))
             return
+        self._dispatch(message)
+
+    def _dispatch(self, message: Any) -> None:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self._invalid(message)
             return
@@ -234,7 +260,7 @@ class JsonRpcConnection:
         params = message.get("params")
         if has_id:
             request_id = message["id"]
-            handler = self._requests.get(method)
+            handler = self._requests.get(method) or self._as_request(method)
             if handler is None:
                 self._send_error(request_id, RequestError(METHOD_NOT_FOUND, "Method not found", {"method": method}))
                 return
@@ -245,6 +271,17 @@ class JsonRpcConnection:
             self._logger.debug("acp: ignoring unknown notification %s", method)
             return
         self._spawn(self._notified(method, notification, params))
+
+    def _as_request(self, method: str) -> RequestHandler | None:
+        """A notification method sent with an id: run it, then answer ``null`` (or its error)."""
+        notification = self._notifications.get(method)
+        if notification is None:
+            return None
+
+        async def answer(params: Any) -> None:
+            notification(params)
+
+        return answer
 
     def _invalid(self, message: object) -> None:
         request_id = message.get("id") if isinstance(message, dict) else None
@@ -273,5 +310,7 @@ class JsonRpcConnection:
     async def _notified(self, method: str, handler: NotificationHandler, params: Any) -> None:
         try:
             handler(params)
+        except RequestError as error:  # deliberate, and nobody to answer: not worth a warning
+            self._logger.debug("acp: notification %s refused: %s", method, error.message)
         except Exception as error:
             self._logger.warn("acp: notification %s failed: %s", method, error)

@@ -246,13 +246,18 @@ def _call_update(call_id: str, view: ToolCallView, terminal: TerminalContext) ->
     return update
 
 
+def _ended_badly(card: ToolTerminal | None) -> bool:
+    """A process that exited non-zero or was killed by a signal: its call ``failed``."""
+    return card is not None and (card.signal is not None or card.exit_code not in (None, 0))
+
+
 def _result_update(call_id: str, is_error: bool, view: ToolResultView, terminal: TerminalContext) -> dict[str, Any]:
     card = view.terminal
     output = card.output if card is not None and terminal.enabled else None
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call_update",
         "toolCallId": call_id,
-        "status": "failed" if is_error else "completed",
+        "status": "failed" if is_error or _ended_badly(card) else "completed",
     }
     if output is None:  # in terminal mode the card's content must stay (an update's content replaces it)
         update["content"] = _tool_content(view.content)

@@ -17,10 +17,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import IO, Protocol
+from typing import IO, Final, Protocol
 
 READ_LIMIT = 64 * 1024 * 1024
-"""Longest accepted input line, in bytes (a longer one ends the connection)."""
+"""Longest accepted input line from a pipe, in bytes (a longer one is dropped, see :data:`OVERLONG`)."""
+
+OVERLONG: Final = "\x00 a line longer than the read limit was dropped"
+"""What :meth:`StdioTransport.read_line` returns for a line longer than :data:`READ_LIMIT`:
+the line itself is skipped (never buffered whole) and this text, which is not JSON,
+stands for it, so the connection answers it with a parse error and reads on."""
 
 
 class LineTransport(Protocol):
@@ -102,7 +107,26 @@ class _PipeInput:
         self._pipe = pipe
 
     async def read(self) -> bytes:
-        return await self._stream.readline()
+        try:
+            return await self._stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:  # end of input, maybe after a last unterminated line
+            return end.partial
+        except asyncio.LimitOverrunError as overrun:
+            await self._skip_line(overrun.consumed)
+            return OVERLONG.encode()
+
+    async def _skip_line(self, consumed: int) -> None:
+        """Drop the rest of an overlong line, ``consumed`` bytes of which are buffered."""
+        while True:
+            await self._stream.readexactly(consumed)
+            try:
+                await self._stream.readuntil(b"\n")
+            except asyncio.IncompleteReadError:
+                return
+            except asyncio.LimitOverrunError as overrun:
+                consumed = overrun.consumed
+            else:
+                return
 
     def close(self) -> None:
         self._pipe.close()

@@ -6,6 +6,12 @@ system prompt. It serves until the client closes stdin, or until SIGINT/SIGTERM,
 then unloads the bridge (prompts settle, agents go idle), disposes the tree (logs
 flush) and exits 0.
 
+When no tree can be resolved (no API key, an unreadable ``--config``), the problem
+is printed on stderr and still served to the editor: ``initialize`` is answered and
+``session/new`` / ``session/load`` / ``session/prompt`` fail with that message
+(:func:`dsh.acp.serve_unconfigured`), until stdin closes; the exit status is then the
+problem's (2 for a missing key).
+
 stdout carries nothing but protocol frames: the bridge writes through its own
 duplicate of the descriptor, and while it serves, the descriptor itself points at
 stderr, so a stray print can never corrupt the stream. Logs go to stderr.
@@ -18,6 +24,7 @@ import asyncio
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from dsh import __version__
 from dsh.cli.agent import agent_model
@@ -28,8 +35,22 @@ from dsh.cli.settings import Settings
 from dsh.cli.signals import first_of, on_signals
 from dsh.kernel import Context, ServiceKey
 
+if TYPE_CHECKING:
+    from dsh.acp import Config
+
 AGENT_NAME = "dsh"
 """The agent name announced in the ``initialize`` answer."""
+
+
+def _bridge_config(settings: Settings, model: str | None) -> Config:
+    import dsh.acp as acp  # off the import path of the other subcommands
+
+    return acp.Config(
+        model=model,
+        system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
+        agent_name=AGENT_NAME,
+        agent_version=__version__,
+    )
 
 
 def _missing_services(root: Context, names: list[str]) -> list[str]:
@@ -57,12 +78,7 @@ async def serve(
                 f"{tree.label} lacks the {', '.join(missing)} service(s) the ACP bridge needs: "
                 "add the plugins that provide them"
             )
-        config = acp.Config(
-            model=agent_model(root, tree),
-            system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
-            agent_name=AGENT_NAME,
-            agent_version=__version__,
-        )
+        config = _bridge_config(settings, agent_model(root, tree))
         in_fd = sys.stdin.fileno() if stdin is None else stdin
         out_fd = sys.stdout.fileno() if stdout is None else stdout
         err_fd = sys.stderr.fileno() if stderr is None else stderr
@@ -80,12 +96,38 @@ async def serve(
     return 0
 
 
+async def serve_unconfigured(
+    problem: CliError, settings: Settings, *, stdin: int | None = None, stdout: int | None = None
+) -> int:
+    """Report ``problem`` on stderr, serve it to the editor until stdin closes, return its status."""
+    import dsh.acp as acp
+
+    status = report(problem)
+    in_fd = sys.stdin.fileno() if stdin is None else stdin
+    out_fd = sys.stdout.fileno() if stdout is None else stdout
+    transport = await acp.StdioTransport.open(in_fd, out_fd)
+    stop = asyncio.Event()
+    try:
+        with on_signals(stop.set, signal.SIGINT, signal.SIGTERM):
+            served = acp.serve_unconfigured(problem.message, _bridge_config(settings, None), transport)
+            await first_of(asyncio.ensure_future(served), stop)
+    finally:
+        await transport.aclose()
+    return status
+
+
 async def command(args: argparse.Namespace) -> int:
     """The ``acp`` subcommand."""
     try:
         settings = Settings.from_args(args)
-        tree = resolve_tree(settings)
-        with logging_to_stderr(settings.verbose):
-            return await serve(tree, settings)
     except CliError as error:
         return report(error)
+    with logging_to_stderr(settings.verbose):
+        try:
+            tree = resolve_tree(settings)
+        except CliError as error:
+            return await serve_unconfigured(error, settings)
+        try:
+            return await serve(tree, settings)
+        except CliError as error:
+            return report(error)

@@ -25,7 +25,8 @@ from dsh.core.session import (
 )
 from tests.core.session.helpers import event, text
 
-CONFORMANCE = Path(__file__).resolve().parents[3].parent / "shared" / "conformance"
+# The reference conformance cases, kept in the repository beside the ACP snapshot tests.
+CONFORMANCE = Path(__file__).resolve().parents[2] / "examples" / "acp" / "reference"
 
 SOURCE = {"kind": "user"}
 TOOL_CALL = {"type": "tool-call", "id": "c1", "name": "bash", "arguments": '{"command":"ls"}'}
@@ -457,11 +458,9 @@ def test_header_line_has_the_exact_key_order_and_omits_absent_keys() -> None:
 
 # ----------------------------------------------------------- interop acceptance
 def _conformance_logs() -> list[Path]:
-    assert CONFORMANCE.is_dir(), f"conformance folder missing: {CONFORMANCE} (check out ../shared beside the project)"
-    logs = sorted(CONFORMANCE.glob("acp-snapshots/*/session.jsonl")) + sorted(
-        CONFORMANCE.glob("acp-snapshots/*/session.golden.jsonl")
-    )
-    assert logs, f"no session logs under {CONFORMANCE / 'acp-snapshots'}"
+    assert CONFORMANCE.is_dir(), f"conformance folder missing: {CONFORMANCE} (restore it from the repository)"
+    logs = sorted(CONFORMANCE.glob("*/session.jsonl")) + sorted(CONFORMANCE.glob("*/session.golden.jsonl"))
+    assert logs, f"no session logs under {CONFORMANCE}"
     return logs
 
 

@@ -1,8 +1,9 @@
 """The registered snapshot scenarios and where their fixtures live (SPEC §16.5).
 
-Recorded cases of the reference implementation are read from the shared conformance
-folder, ``<project>/../shared/conformance/acp-snapshots/`` (it must exist: a missing
-folder fails the suite rather than skipping it); the cases authored here live in
+The recorded cases of the reference implementation live in
+``tests/examples/acp/reference/`` (a copy kept in the repository; they are read-only
+data: record and update never rewrite them, and a missing folder fails the suite
+rather than skipping it); the cases authored here live in
 ``tests/examples/acp/snapshots/``. Each registered name must be found in exactly one
 of the two roots.
 
@@ -20,11 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.examples.acp.harness import PROJECT
-
-SHARED_ROOT = PROJECT.parent / "shared" / "conformance" / "acp-snapshots"
+REFERENCE_ROOT = Path(__file__).resolve().parent / "reference"
 LOCAL_ROOT = Path(__file__).resolve().parent / "snapshots"
-ROOTS = (SHARED_ROOT, LOCAL_ROOT)
+ROOTS = (REFERENCE_ROOT, LOCAL_ROOT)
 REQUIRED_FILES = ("input.json", "session.jsonl", "stdout.golden.jsonl")
 
 
@@ -61,10 +60,10 @@ BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 
 
 def case_directories() -> list[Path]:
-    """Every case directory found under both roots (a missing shared root raises)."""
-    if not SHARED_ROOT.is_dir():
+    """Every case directory found under both roots (a missing reference root raises)."""
+    if not REFERENCE_ROOT.is_dir():
         raise AssertionError(
-            f"the shared conformance folder {SHARED_ROOT} is missing: check out the shared conformance "
-            "cases beside the project (../shared/conformance/acp-snapshots)"
+            f"the reference conformance folder {REFERENCE_ROOT} is missing: restore "
+            "tests/examples/acp/reference/ from the repository"
         )
     return sorted(path for root in ROOTS if root.is_dir() for path in root.iterdir() if path.is_dir())

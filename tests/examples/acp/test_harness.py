@@ -60,8 +60,8 @@ def replay_env(tmp_path: Path) -> dict[str, str]:
 def test_a_missing_conformance_folder_fails_instead_of_skipping(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """(port) the shared conformance folder must exist: its absence is a failure, never a skip"""
-    monkeypatch.setattr(scenarios, "SHARED_ROOT", tmp_path / "absent")
+    """(port) the reference conformance folder must exist: its absence is a failure, never a skip"""
+    monkeypatch.setattr(scenarios, "REFERENCE_ROOT", tmp_path / "absent")
     with pytest.raises(AssertionError, match=r"conformance folder .* is missing"):
         scenarios.case_directories()
 

@@ -6,7 +6,7 @@ and, for a model turn, the normalized session log the run persisted, compared as
 values line by line.
 
 ``DSH_UPDATE_GOLDENS=1`` rewrites the goldens of the cases authored in this directory
-from a replay run (the shared recorded cases are never written). ``DSH_SNAPSHOT=record``
+from a replay run (the reference cases copied into ``reference/`` are never written). ``DSH_SNAPSHOT=record``
 with ``DEEPSEEK_API_KEY`` re-records the recorded local cases against the real API
 (their ``session.jsonl`` and goldens); other cases are skipped in record mode.
 """
@@ -22,7 +22,15 @@ import pytest
 
 from tests.examples.acp.harness import ScenarioRun, run_scenario
 from tests.examples.acp.normalize import ScrubContext, json_lines, normalize_session_log, normalize_stdout
-from tests.examples.acp.scenarios import BY_NAME, LOCAL_ROOT, REQUIRED_FILES, SCENARIOS, Scenario, case_directories
+from tests.examples.acp.scenarios import (
+    BY_NAME,
+    LOCAL_ROOT,
+    REFERENCE_ROOT,
+    REQUIRED_FILES,
+    SCENARIOS,
+    Scenario,
+    case_directories,
+)
 
 
 def snapshot_mode(scenario: Scenario, environ: Mapping[str, str]) -> str:
@@ -40,7 +48,7 @@ def update_goldens(
     directory: Path, scenario: Scenario, run: ScenarioRun, stdout: str, session: str | None, update: bool
 ) -> None:
     """After a record run, or when ``update`` is set: rewrite a local case's goldens (and, when
-    recorded, its ``session.jsonl``) from ``run``. Shared recorded cases are left alone."""
+    recorded, its ``session.jsonl``) from ``run``. Reference cases are left alone."""
     if not (update or run.mode == "record") or directory.parent != LOCAL_ROOT:
         return
     if run.mode == "record" and run.session_log is not None:
@@ -165,7 +173,7 @@ def test_authored_workspace_edit_pins_three_steps_and_the_real_file_mutation() -
 # ------------------------------------------------------------------------------------------
 # Record mode and golden updates (optional paths, exercised without a key or a real write).
 def test_record_mode_re_records_only_the_local_recorded_cases_and_needs_a_key() -> None:
-    """(port) DSH_SNAPSHOT=record: non-recorded and shared cases are skipped; a key is required"""
+    """(port) DSH_SNAPSHOT=record: non-recorded and reference cases are skipped; a key is required"""
     assert snapshot_mode(BY_NAME["cancel"], {}) == "replay"
     with pytest.raises(pytest.skip.Exception, match="only the recorded cases authored here"):
         snapshot_mode(BY_NAME["cancel"], {"DSH_SNAPSHOT": "record"})
@@ -177,7 +185,7 @@ def test_record_mode_re_records_only_the_local_recorded_cases_and_needs_a_key() 
 
 
 def test_updating_goldens_writes_local_cases_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """(port) an update rewrites a local case's goldens (and its log after recording), never a shared one"""
+    """(port) an update rewrites a local case's goldens (and its log after recording), never a reference one"""
     import tests.examples.acp.test_snapshots as module
 
     monkeypatch.setattr(module, "LOCAL_ROOT", tmp_path)
@@ -197,10 +205,11 @@ def test_updating_goldens_writes_local_cases_only(monkeypatch: pytest.MonkeyPatc
     other.mkdir()
     update_goldens(other, BY_NAME["handshake"], replayed, "OUT\n", None, update=True)
     assert sorted(path.name for path in other.iterdir()) == ["stdout.golden.jsonl"]
-    shared = BY_NAME["text-turn"].directory()
-    before = {path.name: path.read_bytes() for path in shared.iterdir() if path.is_file()}
-    update_goldens(shared, BY_NAME["text-turn"], recorded, "", "", update=True)
-    assert {path.name: path.read_bytes() for path in shared.iterdir() if path.is_file()} == before
+    reference = BY_NAME["text-turn"].directory()
+    assert reference.parent == REFERENCE_ROOT
+    before = {path.name: path.read_bytes() for path in reference.iterdir() if path.is_file()}
+    update_goldens(reference, BY_NAME["text-turn"], recorded, "", "", update=True)
+    assert {path.name: path.read_bytes() for path in reference.iterdir() if path.is_file()} == before
 
 
 def test_a_golden_mismatch_names_the_line_or_the_count() -> None:

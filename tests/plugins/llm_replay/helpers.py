@@ -21,7 +21,7 @@ from dsh.kernel import AbortSignal
 
 HEADER: dict[str, Any] = {"type": "session", "version": 1, "id": "s-1", "createdAt": 1}
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-CONFORMANCE = PROJECT_ROOT.parent / "shared" / "conformance" / "acp-snapshots"
+CONFORMANCE = PROJECT_ROOT / "tests" / "examples" / "acp" / "reference"
 
 
 def dumps(value: object) -> str:

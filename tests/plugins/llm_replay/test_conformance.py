@@ -1,7 +1,7 @@
 """Acceptance: the recorded conformance session replays exactly, alone and through the real loop.
 
-The recording lives in ``../shared/conformance/acp-snapshots/tool-call-turn/`` beside the
-project root; a missing folder fails these tests (it is part of the acceptance setup).
+The recording lives in ``tests/examples/acp/reference/tool-call-turn/`` (the reference
+conformance cases kept in the repository); a missing folder fails these tests.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ CASE = CONFORMANCE / "tool-call-turn"
 
 def recorded_events() -> list[dict[str, Any]]:
     session = CASE / "session.jsonl"
-    assert session.is_file(), f"conformance recording missing: {session} (check out ../shared/conformance)"
+    assert session.is_file(), (
+        f"conformance recording missing: {session} (restore tests/examples/acp/reference from the repository)"
+    )
     lines = [line for line in session.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [json.loads(line) for line in lines[1:]]
 
@@ -87,8 +89,8 @@ async def test_the_recorded_tool_call_turn_replays_through_the_real_agent_loop()
         assert h.model.requests == []  # the scripted "mock" model was never reached
 
 
-def test_the_conformance_folder_sits_beside_the_project_root() -> None:
-    """Extra: the recording is found from the project root's parent, as the design fixes it."""
-    expected = Path(__file__).resolve().parents[3].parent / "shared" / "conformance" / "acp-snapshots"
+def test_the_conformance_folder_is_inside_the_repository() -> None:
+    """Extra: the recording is read from the repository's own copy, never from outside it."""
+    expected = Path(__file__).resolve().parents[2] / "examples" / "acp" / "reference"
     assert expected == CONFORMANCE
     assert CASE.is_dir(), f"missing conformance case folder {CASE}"

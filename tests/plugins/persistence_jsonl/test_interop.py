@@ -1,7 +1,7 @@
 """Interop with logs the reference implementation wrote, and with our own logs across instances.
 
-Each ``../shared/conformance/acp-snapshots/<case>/session.jsonl`` (beside the project
-root; a missing folder fails) loads through the JSONL backend into a live session
+Each ``tests/examples/acp/reference/<case>/session.jsonl`` (the reference conformance
+cases kept in the repository; a missing folder fails) loads through the JSONL backend into a live session
 whose derived history matches the file, and re-serializes to the same JSON values.
 """
 
@@ -22,12 +22,12 @@ from tests.core.persistence.helpers import BackendKit, Rig, replay, seqs
 from tests.core.session.helpers import one_turn_log, tool_call_block, tool_result
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-CONFORMANCE = PROJECT_ROOT.parent / "shared" / "conformance" / "acp-snapshots"
+CONFORMANCE = PROJECT_ROOT / "tests" / "examples" / "acp" / "reference"
 
 
 def conformance_logs() -> list[Path]:
     """Every recorded session log; fails (never skips) when the folder is missing."""
-    assert CONFORMANCE.is_dir(), f"conformance folder missing: {CONFORMANCE} (it must sit beside the project root)"
+    assert CONFORMANCE.is_dir(), f"conformance folder missing: {CONFORMANCE} (restore it from the repository)"
     logs = sorted(CONFORMANCE.glob("*/session.jsonl"))
     assert logs, f"no */session.jsonl under {CONFORMANCE}"
     return logs
