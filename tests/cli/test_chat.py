@@ -14,10 +14,11 @@ from rich.console import Console
 
 from dsh.cli import amain
 from dsh.cli.chat import chat, welcome_text
-from dsh.cli.profile import Tree, resolve_tree
+from dsh.cli.profile import Tree, profile_entries, resolve_tree
 from dsh.cli.settings import Settings
 from dsh.testing.wire import Reply, TextDelta, WireServer
-from tests.cli.helpers import log_of, namespace, session_files, turn_ends
+from tests.cli.helpers import log_of, namespace, session_files, turn_ends, write_tree
+from tests.cli.plugins import stall_step
 
 
 class Screen(io.StringIO):
@@ -135,6 +136,58 @@ async def test_ctrl_c_while_running_aborts_the_turn_only(
     assert turn_ends(log_of(sessions_root, path.stem)[1]) == [
         {"turn": 1, "reason": {"kind": "aborted", "reason": "interrupted"}}
     ]
+
+
+@pytest.mark.parametrize(
+    ("number", "status", "reason"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGHUP, 129, "hangup")]
+)
+async def test_sigterm_or_sighup_mid_turn_aborts_it_and_ends_the_chat(
+    server: WireServer,
+    keyboard: tuple[int, int],
+    sessions_root: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    number: signal.Signals,
+    status: int,
+    reason: str,
+) -> None:
+    read, write = keyboard
+    server.add(Reply([TextDelta("partial")], ending="stall"))
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace)))
+    chatting = asyncio.ensure_future(chat(resolve_tree(settings), settings, stdin=read))
+    os.write(write, b"hang on\n")
+    await screen.wait_for("partial")
+    os.kill(os.getpid(), number)
+    assert await chatting == status
+    (path,) = session_files(sessions_root)
+    assert turn_ends(log_of(sessions_root, path.stem)[1]) == [
+        {"turn": 1, "reason": {"kind": "aborted", "reason": reason}}
+    ]
+    assert signal.getsignal(number) == signal.SIG_DFL
+
+
+async def test_a_second_sigterm_ends_the_chat_without_waiting(
+    tmp_path: Path, keyboard: tuple[int, int], sessions_root: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the turn cannot end (a stuck step), the second SIGTERM ends the chat at once."""
+    read, write = keyboard
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+    entries = [
+        *profile_entries(settings),
+        {"id": "stall", "name": "tests.cli.plugins.stall_step", "config": {"key": "c"}},
+    ]
+    tree = resolve_tree(Settings.from_args(namespace(config=str(write_tree(tmp_path / "tree.yml", entries))), {}))
+    stall_step.REACHED["c"] = asyncio.Event()
+    chatting = asyncio.ensure_future(chat(tree, settings, stdin=read))
+    os.write(write, b"echo hi\n")
+    await stall_step.REACHED["c"].wait()
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await chatting == 143
 
 
 async def test_the_command_resumes_a_session_and_picks_plain_or_rich(

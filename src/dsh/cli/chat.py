@@ -9,7 +9,9 @@ flushes the session log.
 On a terminal (stdout is a tty, no ``--plain``) the answers are drawn by
 :class:`~dsh.cli.terminal.TerminalView` (markdown, a spinner, tool cards);
 otherwise ui-stdio prints plain text. Ctrl-C aborts the turn in progress (the log
-records ``aborted``); when nothing runs, it ends the chat (status 130).
+records ``aborted``); when nothing runs, it ends the chat (status 130). SIGTERM and
+SIGHUP abort the turn in progress and end the chat once it has ended (status 143 /
+129); a second one ends it at once.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dsh.cli.errors import CliError, report
 from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
 from dsh.cli.settings import Settings
-from dsh.cli.signals import on_signals
+from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
 from dsh.core.agent import AGENTS
 from dsh.kernel import Context, PluginSpec
 
@@ -97,17 +99,31 @@ async def chat(
         def start(ctx: Context, _raw: Any) -> Any:
             return create_stdio_chat(ctx, config, runtime)
 
-        def interrupt() -> None:
-            if agent.status == "running":
+        stopping: list[asyncio.Task[None]] = []
+
+        async def stop(status: int) -> None:
+            await agent.when_idle()
+            finish(status)
+
+        def interrupt(number: int) -> None:
+            if number != signal.SIGINT:
+                if stopping:  # a second SIGTERM / SIGHUP: stop waiting for the turn
+                    finish(SIGNAL_STATUS[number])
+                    return
+                agent.cancel(SIGNAL_REASON[number])
+                stopping.append(asyncio.ensure_future(stop(SIGNAL_STATUS[number])))
+            elif agent.status == "running":
                 agent.cancel(INTERRUPT_REASON)
             else:
                 finish(EXIT_INTERRUPTED)
 
         try:
-            with on_signals(interrupt, signal.SIGINT):
+            with on_numbered_signals(interrupt, *STOP_SIGNALS):
                 await root.plugin(PluginSpec(name="dsh-chat", inject=[AGENTS.name], apply=start))
                 code = await done
         finally:
+            for task in stopping:
+                task.cancel()
             if view is not None:
                 view.close()
         if plain:

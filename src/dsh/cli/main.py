@@ -27,7 +27,11 @@ exit status:
        (a bad plugin tree, an unknown session id); the reason is on stderr
   2    usage error, or no model is configured (see --demo)
   3    the model stopped at its output limit (max-tokens)
+  129  SIGHUP (the terminal closed) aborted the turn
   130  interrupted: Ctrl-C aborted the turn (a second Ctrl-C exits at once)
+  143  SIGTERM (timeout, a CI job limit, systemd) aborted the turn
+       after SIGINT, SIGTERM or SIGHUP the log records the aborted turn and the tool
+       processes are killed; a second signal exits at once
 
 The session id is printed on stderr; continue the conversation with --resume ID."""
 

@@ -8,9 +8,11 @@ the session log. The exit status says how the turn ended (see ``dsh run --help``
 Any ``agent/error`` during the run (a failed checkpoint of the log, say) is printed
 on stderr and makes the run fail even when the turn completed.
 
-Ctrl-C cancels the turn: the agent aborts the step in flight and the log records
-``turn/end {"kind": "aborted", "reason": "interrupted"}``; a second Ctrl-C stops
-waiting for the turn and exits at once (status 130).
+Ctrl-C cancels the turn: the agent aborts the step in flight (killing its tool
+processes) and the log records ``turn/end {"kind": "aborted", "reason":
+"interrupted"}``; a second Ctrl-C stops waiting for the turn and exits at once
+(status 130). SIGTERM and SIGHUP do the same with the reasons ``terminated`` and
+``hangup`` and the statuses 143 and 129 (see :mod:`dsh.cli.signals`).
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import Tree, resolve_tree
 from dsh.cli.settings import Settings
-from dsh.cli.signals import first_of, on_signals
+from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
 from dsh.core.agent import AGENT_ERROR, Agent
 from dsh.core.llm import text
 
-INTERRUPT_REASON = "interrupted"
-"""The abort reason a Ctrl-C leaves in the log."""
+INTERRUPT_REASON = SIGNAL_REASON[signal.SIGINT]
+"""The abort reason a Ctrl-C (SIGINT) leaves in the log."""
 
 
 def read_prompt(words: list[str]) -> str:
@@ -43,6 +45,11 @@ def read_prompt(words: list[str]) -> str:
     if not prompt.strip():
         raise CliError("the prompt is empty: give it as arguments (dsh run 'list the files') or on stdin", 2)
     return prompt
+
+
+def describe_signal(number: int) -> str:
+    """``Ctrl-C`` for SIGINT, else the signal's name (``SIGTERM``)."""
+    return "Ctrl-C" if number == signal.SIGINT else signal.Signals(number).name
 
 
 def _say(message: str) -> None:
@@ -65,31 +72,34 @@ async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool,
         root.on(AGENT_ERROR, on_error)
         _say(f"session {agent.session.id}")
         since = agent.session.seq
-        presses = 0
+        received: list[int] = []
         force = asyncio.Event()
 
-        def interrupt() -> None:
-            nonlocal presses
-            presses += 1
-            if presses == 1:
-                _say("interrupting the turn (press Ctrl-C again to exit at once)")
-                agent.cancel(INTERRUPT_REASON)
+        def interrupt(number: int) -> None:
+            received.append(number)
+            if len(received) == 1:
+                again = "press Ctrl-C again" if number == signal.SIGINT else "signal again"
+                _say(f"{describe_signal(number)}: interrupting the turn ({again} to exit at once)")
+                agent.cancel(SIGNAL_REASON[number])
             else:
                 force.set()
 
-        with on_signals(interrupt, signal.SIGINT):
+        with on_numbered_signals(interrupt, *STOP_SIGNALS):
             agent.send([text(prompt)])
             settled = await first_of(asyncio.ensure_future(agent.when_idle()), force)
         if answer is not None:
             answer.end_line()
+        signalled = SIGNAL_STATUS[received[0]] if received else None
         if not settled:
             _say("exiting without waiting for the turn to end")
-            return EXIT_INTERRUPTED
+            return SIGNAL_STATUS[received[0]]
         outcome = turn_outcome(agent.session, since)
         if outcome.turn is None:
             _say("the prompt did not start a turn")
             return EXIT_FAILED
         status = exit_status(outcome.reason)
+        if signalled is not None and status == EXIT_INTERRUPTED:
+            status = signalled
         if status != 0:
             _say(f"turn {outcome.turn} ended: {describe_reason(outcome.reason)}")
         elif failures:
