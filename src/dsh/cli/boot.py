@@ -21,8 +21,11 @@ from typing import Any
 from dsh.cli.errors import CliError
 from dsh.cli.profile import Tree
 from dsh.cli.startup import COLLECTOR
-from dsh.kernel import Context, LoaderError, PluginEntry, load_tree
+from dsh.kernel import Context, LoaderError, PluginEntry, load_tree, parse_tree
 from dsh.kernel.loader import load_entries
+
+MODEL_ADAPTERS = ("llm-deepseek", "llm-openai")
+"""The adapter plugins whose ``models`` ``--model`` extends in a ``--config`` tree."""
 
 PROFILE_FILE = "profile.yml"
 """The name loader messages give a tree without a file of its own (a built-in profile)."""
@@ -70,6 +73,8 @@ async def _load(root: Context, tree: Tree, path: Path) -> None:
     try:
         if tree.file is None and tree.source is None:
             await load_entries(root, [_entry(item, path) for item in tree.entries])
+        elif tree.file is not None and tree.model is not None:
+            await load_entries(root, serving(parse_tree(tree.file), tree.model))
         else:
             if tree.file is None:
                 write_profile(tree, path)
@@ -77,6 +82,30 @@ async def _load(root: Context, tree: Tree, path: Path) -> None:
     except LoaderError as error:
         message = str(error) if tree.file is not None else str(error).replace(str(path), PROFILE_FILE)
         raise CliError(f"cannot start {tree.label}: {message}") from error
+
+
+def serving(entries: list[PluginEntry], model: str) -> list[PluginEntry]:
+    """``entries`` with ``model`` added to the ``models`` of their one adapter entry (:data:`MODEL_ADAPTERS`).
+
+    This is how ``--model`` works with ``--config`` as with the built-in profile. The
+    entries are unchanged when the model is already listed, or when the tree has no
+    (or more than one) top-level adapter entry: the agent then asks ``model`` of
+    whatever the tree serves.
+    """
+    adapters = [index for index, entry in enumerate(entries) if entry.name in MODEL_ADAPTERS]
+    if len(adapters) != 1:
+        return entries
+    (index,) = adapters
+    entry = entries[index]
+    config = dict(entry.config or {})
+    from dsh.adapters.deepseek import DEFAULT_MODELS
+
+    models = config.get("models", list(DEFAULT_MODELS))
+    if not isinstance(models, list) or model in models:  # a bad list is the plugin's to report
+        return entries
+    config["models"] = [*models, model]
+    changed = PluginEntry(entry.id, entry.name, config, entry.file, entry.children)
+    return [*entries[:index], changed, *entries[index + 1 :]]
 
 
 class _StderrHandler(logging.Handler):

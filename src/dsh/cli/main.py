@@ -35,6 +35,28 @@ exit status:
 
 The session id is printed on stderr; continue the conversation with --resume ID."""
 
+MAIN_EPILOG = """\
+models:
+  DeepSeek (the default)       export DEEPSEEK_API_KEY=sk-...
+  OpenAI                       export OPENAI_API_KEY=sk-...; dsh --provider openai --model gpt-4o-mini run ...
+  a local OpenAI-compatible server (vLLM, Ollama, llama.cpp's llama-server):
+                               export OPENAI_API_KEY=none OPENAI_BASE_URL=http://127.0.0.1:8000/v1
+                               dsh --provider openai --model NAME run ...
+                               (Ollama: http://127.0.0.1:11434/v1; llama-server: http://127.0.0.1:8080/v1)
+  no key at all                dsh --demo run 'echo hello'   (a scripted, clearly labelled model)
+  `provider:` and `model:` may also be set in $DSH_HOME/settings.yml (else ~/.config/dsh/settings.yml).
+
+environment:
+  DEEPSEEK_API_KEY   the DeepSeek API key (provider deepseek)
+  DEEPSEEK_BASE_URL  another server speaking DeepSeek's chat-completions API (provider deepseek)
+  OPENAI_API_KEY     the API key of provider openai
+  OPENAI_BASE_URL    the base URL of provider openai (default https://api.openai.com/v1)
+  DSH_HOME           where dsh keeps sessions/ and settings.yml (default ~/.local/share/dsh)
+
+exit status:
+  0 completed, 1 failed, 2 usage or configuration error, 3 max tokens, 129 SIGHUP, 130 interrupted (Ctrl-C),
+  143 SIGTERM; see `dsh run --help`. Failures are one line on stderr; --debug adds the traceback."""
+
 Command: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 """A subcommand: parsed arguments in, exit status out."""
 
@@ -65,6 +87,13 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         "--model", metavar="NAME", default=default(None), help="the model the agent asks (default: per profile)"
     )
     group.add_argument(
+        "--provider",
+        choices=("deepseek", "openai"),
+        default=default(None),
+        help="the built-in profile's model API: deepseek (default; DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL) or "
+        "openai (OPENAI_API_KEY, OPENAI_BASE_URL: OpenAI or any OpenAI-compatible server)",
+    )
+    group.add_argument(
         "--sessions-root",
         metavar="DIR",
         default=default(None),
@@ -86,6 +115,9 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=default(False),
         help="check the session-log contract at run time (development)",
     )
+    group.add_argument(
+        "--debug", action="store_true", default=default(False), help="print a traceback with an unexpected error"
+    )
     group.add_argument("-v", "--verbose", action="count", default=default(0), help="log to stderr (-v info, -vv debug)")
 
 
@@ -94,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsh",
         description="dsh: an agent harness where everything is a plugin.",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"dsh {__version__}")
     _global_options(parser, suppress=False)
