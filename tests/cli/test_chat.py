@@ -216,6 +216,25 @@ async def test_the_command_resumes_a_session_and_picks_plain_or_rich(
         assert "resumed session" in drawn.getvalue()
 
 
+async def test_the_command_boots_a_config_tree(
+    tmp_path: Path,
+    keyboard: tuple[int, int],
+    sessions_root: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+    tree = write_tree(tmp_path / "tree.yml", profile_entries(settings))
+    read, write = keyboard
+    os.close(write)
+    with os.fdopen(os.dup(read), "r") as stdin, monkeypatch.context() as patch:
+        patch.setattr("sys.stdin", stdin)
+        screen = Screen()
+        patch.setattr("sys.stdout", screen)
+        assert await amain(["chat", "--config", str(tree)]) == 0
+    assert screen.getvalue().startswith("dsh chat · session ")
+
+
 async def test_chat_without_a_key_explains_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert await amain(["chat"]) == 2
     assert "DEEPSEEK_API_KEY" in capsys.readouterr().err

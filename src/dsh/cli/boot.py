@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from dsh.cli import errors
 from dsh.cli.errors import CliError
 from dsh.cli.profile import Tree
 from dsh.cli.startup import COLLECTOR
@@ -109,26 +110,43 @@ def serving(entries: list[PluginEntry], model: str) -> list[PluginEntry]:
 
 
 class _StderrHandler(logging.Handler):
-    """Writes each record to the current ``sys.stderr`` (looked up per record)."""
+    """Writes each record to the current ``sys.stderr`` (looked up per record).
+
+    Unless ``debug``, a record is one line (its message's first line, no traceback)
+    and a record repeating a failure already said is dropped (see :class:`~dsh.cli.errors.Once`).
+    """
+
+    def __init__(self, level: int, *, debug: bool) -> None:
+        super().__init__(level)
+        self.debug = debug
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stderr.write(self.format(record) + "\n")
+            if self.debug:
+                sys.stderr.write(self.format(record) + "\n")
+            else:
+                message = record.getMessage().splitlines()[0] if record.getMessage() else ""
+                if errors.ONCE.repeats(message):
+                    return
+                errors.ONCE.remember(message)
+                sys.stderr.write(f"{record.name}: {record.levelname}: {message}\n")
             sys.stderr.flush()
         except Exception:
             self.handleError(record)
 
 
 @contextmanager
-def logging_to_stderr(verbose: int) -> Iterator[None]:
+def logging_to_stderr(verbose: int, *, debug: bool = False) -> Iterator[None]:
     """While the block runs, send dsh's logs to stderr: warnings, info with ``-v``, debug with ``-vv``.
 
     Only the ``dsh`` logger is touched and it is restored afterwards; nothing is ever
-    logged to stdout.
+    logged to stdout. Tracebacks are printed only with ``debug`` (``--debug``);
+    otherwise each failure is said once (:data:`~dsh.cli.errors.ONCE`, started afresh here).
     """
+    errors.ONCE = errors.Once()
     logger = logging.getLogger("dsh")
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    handler = _StderrHandler(level)
+    handler = _StderrHandler(level, debug=debug)
     handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
     previous = logger.level
     logger.setLevel(level)

@@ -27,7 +27,7 @@ from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
-from dsh.cli.settings import Settings
+from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
 from dsh.core.agent import AGENTS
 from dsh.kernel import Context, PluginSpec
@@ -137,8 +137,10 @@ async def command(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_args(args)
         tree = resolve_tree(settings)
+        if tree.file is None:
+            check_sessions_root(settings.sessions_root)
         plain = bool(args.plain) or not sys.stdout.isatty()
-        with logging_to_stderr(settings.verbose):
+        with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await chat(tree, settings, resume=args.resume, plain=plain)
     except CliError as error:
         return report(error)

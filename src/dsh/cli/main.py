@@ -25,10 +25,11 @@ exit status:
   0    the turn completed
   1    the turn failed (the model or a tool reported an error), or dsh could not start
        (a bad plugin tree, an unknown session id); the reason is on stderr
-  2    usage error, or no model is configured (see --demo)
+  2    usage error, or no model is configured (see --demo), or a bad settings file
   3    the model stopped at its output limit (max-tokens)
   129  SIGHUP (the terminal closed) aborted the turn
   130  interrupted: Ctrl-C aborted the turn (a second Ctrl-C exits at once)
+  141  stdout was closed by its reader (`dsh run ... | head`): the turn was aborted
   143  SIGTERM (timeout, a CI job limit, systemd) aborted the turn
        after SIGINT, SIGTERM or SIGHUP the log records the aborted turn and the tool
        processes are killed; a second signal exits at once
@@ -55,7 +56,7 @@ environment:
 
 exit status:
   0 completed, 1 failed, 2 usage or configuration error, 3 max tokens, 129 SIGHUP, 130 interrupted (Ctrl-C),
-  143 SIGTERM; see `dsh run --help`. Failures are one line on stderr; --debug adds the traceback."""
+  141 stdout closed, 143 SIGTERM; see `dsh run --help`. Failures are one line on stderr; --debug adds the traceback."""
 
 Command: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 """A subcommand: parsed arguments in, exit status out."""
@@ -227,7 +228,27 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed
-    return await _command(parsed)(parsed)
+    return await _dispatch(parsed)
+
+
+async def _dispatch(parsed: argparse.Namespace) -> int:
+    """Run the parsed subcommand; an error it did not expect is :func:`unexpected`."""
+    try:
+        return await _command(parsed)(parsed)
+    except Exception as error:
+        return unexpected(error, debug=bool(getattr(parsed, "debug", False)))
+
+
+def unexpected(error: Exception, *, debug: bool) -> int:
+    """Report an error no subcommand expected: one line (the traceback too with ``--debug``); status 1."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(error, file=sys.stderr)
+    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    hint = "" if debug else " (run again with --debug for the traceback)"
+    print(f"dsh: unexpected error: {detail}{hint}", file=sys.stderr, flush=True)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -248,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     defer_httpx_cli()
     try:
-        return asyncio.run(_command(parsed)(parsed))
+        return asyncio.run(_dispatch(parsed))
     except KeyboardInterrupt:
         print("dsh: interrupted", file=sys.stderr)
         return 130

@@ -155,3 +155,21 @@ class Settings:
             provider=provider,
             debug=bool(getattr(args, "debug", False)),
         )
+
+
+def check_sessions_root(root: Path) -> None:
+    """Raise :class:`CliError` unless sessions can be written under ``root``, before any model is asked.
+
+    ``root`` (or, when it does not exist yet, its nearest existing ancestor, where it
+    will be created) must be a writable directory.
+    """
+    fix = f"pass --sessions-root DIR or set {HOME_ENV} to a writable directory"
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "" if existing == root else f" (its parent {existing} is not a directory)"
+        raise CliError(f"the sessions root {root} is not a directory{what}: {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "" if existing == root else f" (its parent {existing} is not writable)"
+        raise CliError(f"the sessions root {root} is not writable{what}: {fix}")
