@@ -145,3 +145,17 @@ def test_demo_ignores_the_model_of_the_settings_file(tmp_path: Path) -> None:
     (tmp_path / "settings.yml").write_text("model: big\n")
     assert Settings.from_args(namespace(demo=True), {"DSH_HOME": str(tmp_path)}).model is None
     assert Settings.from_args(namespace(), {"DSH_HOME": str(tmp_path)}).model == "big"
+
+
+async def test_a_printed_profile_runs_its_tools_in_the_cwd_given_later(
+    tmp_path: Path, sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dsh config > tree.yml` bakes no workspace: `--config tree.yml --cwd DIR` runs bash in DIR."""
+    assert await amain(["config", "--demo", "--sessions-root", str(sessions_root)]) == 0
+    tree = tmp_path / "tree.yml"
+    tree.write_text(capsys.readouterr().out)
+    assert "cwd" not in tree.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert await amain(["run", "--config", str(tree), "--cwd", str(elsewhere), "$ pwd"]) == 0
+    assert f"[tool result] {elsewhere}\n" in capsys.readouterr().err

@@ -131,7 +131,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     if settings.invariants:
         entries.append(_entry("invariants", "invariants"))
     entries += [
-        _entry("bash", "bash-local", {"cwd": str(settings.cwd)}),
+        _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
         _entry("agent-loop", "agent-loop", {"agents": []}),
         _persistence(settings),
