@@ -117,3 +117,17 @@ async def test_a_second_sighup_ends_the_chat_at_once(tmp_path: Path, workspace: 
     done = await finish(process)
     assert done.status == 129
     assert await gone(shell)
+
+
+async def test_piped_lines_become_one_turn_each(tmp_path: Path, workspace: Path) -> None:
+    """stdin not a terminal: every line is its own turn, in order, even when they all arrive at once."""
+    process = await spawn(
+        "chat", "--demo", env=child_env(key=None, home=tmp_path), cwd=workspace, stdin=b"echo one\necho two\n"
+    )
+    done = await finish(process)
+    assert done.status == 0
+    (log,) = (tmp_path / "sessions").glob("*/*.jsonl")
+    _, events = log_of(tmp_path / "sessions", log.stem)
+    assert [end["turn"] for end in ends(events)] == [1, 2]
+    prompts = [event["data"]["content"][0]["text"] for event in events if event["type"] == "user/message"]
+    assert prompts == ["echo one", "echo two"]

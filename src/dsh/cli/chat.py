@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -94,7 +95,7 @@ async def chat(
             view.welcome(banner)
             output = _Discard()
         runtime = StdioRuntime(input=read_lines(in_fd), output=output, exit=finish)
-        config = {"welcome": banner, "agent": MAIN_AGENT}
+        config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not os.isatty(in_fd)}
 
         def start(ctx: Context, _raw: Any) -> Any:
             return create_stdio_chat(ctx, config, runtime)
