@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from dsh.cli import amain
-from dsh.cli.chat import chat, welcome_text
+from dsh.cli.chat import CLEARED_NOTICE, chat, welcome_text
 from dsh.cli.profile import Tree, profile_entries, resolve_tree
 from dsh.cli.settings import Settings
 from dsh.testing.wire import Reply, TextDelta, WireServer
@@ -107,9 +107,39 @@ async def test_ctrl_c_while_idle_ends_the_chat_with_130(
     chatting = asyncio.ensure_future(chat(tree, settings, stdin=read))
     await screen.wait_for("Ctrl-D quits.\n> ")
     os.kill(os.getpid(), signal.SIGINT)
+    await screen.wait_for(f"\n{CLEARED_NOTICE}\n> ")
+    assert not chatting.done()  # the first Ctrl-C only clears the line
     os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGINT)  # one more, before the chat ends: no second ending
     assert await chatting == 130
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+async def test_a_line_typed_after_the_first_ctrl_c_disarms_it(
+    keyboard: tuple[int, int], sessions_root: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C, then a line: the next Ctrl-C at the idle prompt clears again instead of quitting; rich view too."""
+    read, write = keyboard
+    screen = Screen(tty=True)
+    console = Console(file=screen, force_terminal=True, width=80)
+    tree, settings = demo(sessions_root, workspace)
+    chatting = asyncio.ensure_future(chat(tree, settings, stdin=read, plain=False, console=console))
+    await screen.wait_for("Ctrl-D quits.")
+    os.kill(os.getpid(), signal.SIGINT)
+    await screen.wait_for(CLEARED_NOTICE)
+    os.write(write, b"echo again\n")
+    await screen.wait_for("again")
+    while not session_files(sessions_root) or not turn_ends(
+        log_of(sessions_root, session_files(sessions_root)[0].stem)[1]
+    ):
+        await asyncio.sleep(0.01)  # polling the log until the turn has ended (its flush)
+    os.kill(os.getpid(), signal.SIGINT)
+    while screen.getvalue().count(CLEARED_NOTICE) < 2:
+        screen.changed.clear()
+        await screen.changed.wait()
+    assert not chatting.done()
+    os.close(write)
+    assert await chatting == 0
 
 
 async def test_ctrl_c_while_running_aborts_the_turn_only(

@@ -9,7 +9,8 @@ flushes the session log.
 On a terminal (stdout is a tty, no ``--plain``) the answers are drawn by
 :class:`~dsh.cli.terminal.TerminalView` (markdown, a spinner, tool cards);
 otherwise ui-stdio prints plain text. Ctrl-C aborts the turn in progress (the log
-records ``aborted``); when nothing runs, it ends the chat (status 130). SIGTERM and
+records ``aborted``); at the idle prompt the first one drops the half-typed line (the
+terminal discards it) and says so, and a second one in a row ends the chat (status 130). SIGTERM and
 SIGHUP abort the turn in progress and end the chat once it has ended (status 143 /
 129); a second one ends it at once.
 """
@@ -30,7 +31,7 @@ from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
 from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
-from dsh.core.agent import AGENTS
+from dsh.core.agent import AGENT_QUEUED, AGENTS
 from dsh.kernel import Context, PluginSpec
 
 if TYPE_CHECKING:  # the rich console is imported only on a terminal
@@ -45,6 +46,10 @@ class _Discard:
 
     def flush(self) -> None:
         return None
+
+
+CLEARED_NOTICE = "(input cleared: press Ctrl-C again, or Ctrl-D, to quit)"
+"""What the first Ctrl-C at the idle prompt prints."""
 
 
 def welcome_text(session_id: str, model: str | None, *, resumed: bool) -> str:
@@ -71,7 +76,7 @@ async def chat(
     ``console`` the rich console of the terminal view (default: one on stdout).
     Returns the exit status: 0 after end of input, 130 after a Ctrl-C while idle.
     """
-    from dsh.plugins.ui_stdio import StdioRuntime, create_stdio_chat, read_lines
+    from dsh.plugins.ui_stdio import PROMPT, StdioRuntime, create_stdio_chat, read_lines
 
     in_fd = sys.stdin.fileno() if stdin is None else stdin
     async with booted(tree) as root:
@@ -115,8 +120,18 @@ async def chat(
                 stopping.append(asyncio.ensure_future(stop(SIGNAL_STATUS[number])))
             elif agent.status == "running":
                 agent.cancel(INTERRUPT_REASON)
+            elif not armed:  # the terminal dropped the half-typed line; say so and ask again
+                armed.append(True)
+                if view is not None:
+                    view.notice(CLEARED_NOTICE)
+                else:
+                    sys.stdout.write(f"\n{CLEARED_NOTICE}{PROMPT}")
+                    sys.stdout.flush()
             else:
                 finish(EXIT_INTERRUPTED)
+
+        armed: list[bool] = []  # a Ctrl-C at the idle prompt asked for a second one
+        root.on(AGENT_QUEUED, lambda *_args: armed.clear())
 
         try:
             with on_numbered_signals(interrupt, *STOP_SIGNALS):

@@ -106,6 +106,13 @@ class TerminalView:
         self.console.print(Panel(Text(message), border_style="cyan"))
         self.console.print(PROMPT, end="")
 
+    def notice(self, message: str) -> None:
+        """Print ``message`` on a line of its own, dimmed, then the prompt again."""
+        self._settle()
+        self.console.print()
+        self.console.print(Text(message, style="dim"))
+        self.console.print(PROMPT, end="")
+
     # -------------------------------------------------------------- listeners
     def on_step_start(self, agent: Agent, _turn: int, _step: int) -> None:
         if agent is self.agent:
