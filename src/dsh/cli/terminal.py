@@ -143,6 +143,9 @@ class TerminalView:
         elif event["type"] == "tool/result":
             self._settle()
             self.console.print(self.result_card(data["content"], is_error=bool(data["isError"])))
+        elif event["type"] == "steering/message":  # on a line of its own, apart from the streamed answer
+            self._settle()
+            self.console.print(Text(f"› {text_of(data['content'])}", style="bold cyan"))
 
     def on_turn_end(self, agent: Agent, turn: int, reason: Any) -> None:
         if agent is not self.agent:
