@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from dsh.core.agent import AGENT_STATUS, AGENT_STEP_START, AGENT_TURN_CONTINUATION, AGENT_TURN_START
+from dsh.core.session.derive import INTERRUPTED_NOTE
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import HANG, text_response, tool_call_response
 from tests.agent_loop.helpers import Recorder, of_type, text, turn_end_reasons, types, until
@@ -182,3 +183,44 @@ async def test_a_prompt_sent_in_the_cancelled_turns_flush_window_runs_and_when_i
         await until(lambda: bool(waiters))
         await waiters[0]
         assert turn_end_reasons(agent.session) == [{"kind": "aborted", "reason": "cancelled"}, {"kind": "completed"}]
+
+
+async def test_an_aborted_stream_logs_the_partial_answer_and_the_next_turn_sees_it() -> None:
+    """The text the user saw before the abort is the step's assistant/message; the next request carries it."""
+    async with Harness([HANG, text_response("fine")]) as h:
+        agent = h.agent()
+        agent.send(text("one"))
+        await until(lambda: "assistant/chunk" in types(agent.session))
+        agent.cancel("interrupted")
+        await agent.when_idle()
+        kinds = types(agent.session)
+        assert kinds[-3:] == ["assistant/message", "step/end", "turn/end"]
+        (partial,) = of_type(agent.session, "assistant/message")
+        assert partial == {"turn": 1, "step": 1, "content": [{"type": "text", "text": "partial"}]}
+        agent.send(text("two"))
+        await until(lambda: len(of_type(agent.session, "turn/end")) == 2)
+        await agent.when_idle()
+        history = h.model.requests[1].messages
+        assert [message["role"] for message in history] == ["user", "assistant", "user"]
+        assert history[1]["content"] == [{"type": "text", "text": "partial"}]
+
+
+async def test_an_abort_before_any_text_logs_no_assistant_message_and_the_model_gets_a_note() -> None:
+    """Aborted before the model said anything: nothing partial is logged; the next request notes the interruption."""
+    async with Harness([text_response("fine")]) as h:
+        agent = h.agent()
+        remove = h.ctx.on(AGENT_STEP_START, lambda a, _turn, _step: a.cancel("interrupted"))
+        agent.send(text("one"))
+        await until(lambda: len(of_type(agent.session, "turn/end")) == 1)
+        await agent.when_idle()
+        remove()
+        assert "assistant/message" not in types(agent.session)
+        agent.send(text("two"))
+        await until(lambda: len(of_type(agent.session, "turn/end")) == 2)
+        await agent.when_idle()
+        history = h.model.requests[0].messages
+        assert history == [
+            {"role": "user", "content": text("one")},
+            {"role": "assistant", "content": [{"type": "text", "text": INTERRUPTED_NOTE}]},
+            {"role": "user", "content": text("two")},
+        ]

@@ -13,11 +13,12 @@ import pytest
 from rich.console import Console
 
 from dsh.cli import amain
-from dsh.cli.chat import chat, welcome_text
-from dsh.cli.profile import Tree, resolve_tree
+from dsh.cli.chat import CLEARED_NOTICE, chat, welcome_text
+from dsh.cli.profile import Tree, profile_entries, resolve_tree
 from dsh.cli.settings import Settings
 from dsh.testing.wire import Reply, TextDelta, WireServer
-from tests.cli.helpers import log_of, namespace, session_files, turn_ends
+from tests.cli.helpers import log_of, namespace, session_files, turn_ends, write_tree
+from tests.cli.plugins import stall_step
 
 
 class Screen(io.StringIO):
@@ -106,9 +107,39 @@ async def test_ctrl_c_while_idle_ends_the_chat_with_130(
     chatting = asyncio.ensure_future(chat(tree, settings, stdin=read))
     await screen.wait_for("Ctrl-D quits.\n> ")
     os.kill(os.getpid(), signal.SIGINT)
+    await screen.wait_for(f"\n{CLEARED_NOTICE}\n> ")
+    assert not chatting.done()  # the first Ctrl-C only clears the line
     os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGINT)  # one more, before the chat ends: no second ending
     assert await chatting == 130
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+async def test_a_line_typed_after_the_first_ctrl_c_disarms_it(
+    keyboard: tuple[int, int], sessions_root: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C, then a line: the next Ctrl-C at the idle prompt clears again instead of quitting; rich view too."""
+    read, write = keyboard
+    screen = Screen(tty=True)
+    console = Console(file=screen, force_terminal=True, width=80)
+    tree, settings = demo(sessions_root, workspace)
+    chatting = asyncio.ensure_future(chat(tree, settings, stdin=read, plain=False, console=console))
+    await screen.wait_for("Ctrl-D quits.")
+    os.kill(os.getpid(), signal.SIGINT)
+    await screen.wait_for(CLEARED_NOTICE)
+    os.write(write, b"echo again\n")
+    await screen.wait_for("again")
+    while not session_files(sessions_root) or not turn_ends(
+        log_of(sessions_root, session_files(sessions_root)[0].stem)[1]
+    ):
+        await asyncio.sleep(0.01)  # polling the log until the turn has ended (its flush)
+    os.kill(os.getpid(), signal.SIGINT)
+    while screen.getvalue().count(CLEARED_NOTICE) < 2:
+        screen.changed.clear()
+        await screen.changed.wait()
+    assert not chatting.done()
+    os.close(write)
+    assert await chatting == 0
 
 
 async def test_ctrl_c_while_running_aborts_the_turn_only(
@@ -137,6 +168,58 @@ async def test_ctrl_c_while_running_aborts_the_turn_only(
     ]
 
 
+@pytest.mark.parametrize(
+    ("number", "status", "reason"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGHUP, 129, "hangup")]
+)
+async def test_sigterm_or_sighup_mid_turn_aborts_it_and_ends_the_chat(
+    server: WireServer,
+    keyboard: tuple[int, int],
+    sessions_root: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    number: signal.Signals,
+    status: int,
+    reason: str,
+) -> None:
+    read, write = keyboard
+    server.add(Reply([TextDelta("partial")], ending="stall"))
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace)))
+    chatting = asyncio.ensure_future(chat(resolve_tree(settings), settings, stdin=read))
+    os.write(write, b"hang on\n")
+    await screen.wait_for("partial")
+    os.kill(os.getpid(), number)
+    assert await chatting == status
+    (path,) = session_files(sessions_root)
+    assert turn_ends(log_of(sessions_root, path.stem)[1]) == [
+        {"turn": 1, "reason": {"kind": "aborted", "reason": reason}}
+    ]
+    assert signal.getsignal(number) == signal.SIG_DFL
+
+
+async def test_a_second_sigterm_ends_the_chat_without_waiting(
+    tmp_path: Path, keyboard: tuple[int, int], sessions_root: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the turn cannot end (a stuck step), the second SIGTERM ends the chat at once."""
+    read, write = keyboard
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+    entries = [
+        *profile_entries(settings),
+        {"id": "stall", "name": "tests.cli.plugins.stall_step", "config": {"key": "c"}},
+    ]
+    tree = resolve_tree(Settings.from_args(namespace(config=str(write_tree(tmp_path / "tree.yml", entries))), {}))
+    stall_step.REACHED["c"] = asyncio.Event()
+    chatting = asyncio.ensure_future(chat(tree, settings, stdin=read))
+    os.write(write, b"echo hi\n")
+    await stall_step.REACHED["c"].wait()
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await chatting == 143
+
+
 async def test_the_command_resumes_a_session_and_picks_plain_or_rich(
     keyboard: tuple[int, int],
     sessions_root: Path,
@@ -161,6 +244,25 @@ async def test_the_command_resumes_a_session_and_picks_plain_or_rich(
         assert await amain(args) == 0
         assert "╭" in drawn.getvalue()
         assert "resumed session" in drawn.getvalue()
+
+
+async def test_the_command_boots_a_config_tree(
+    tmp_path: Path,
+    keyboard: tuple[int, int],
+    sessions_root: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+    tree = write_tree(tmp_path / "tree.yml", profile_entries(settings))
+    read, write = keyboard
+    os.close(write)
+    with os.fdopen(os.dup(read), "r") as stdin, monkeypatch.context() as patch:
+        patch.setattr("sys.stdin", stdin)
+        screen = Screen()
+        patch.setattr("sys.stdout", screen)
+        assert await amain(["chat", "--config", str(tree)]) == 0
+    assert screen.getvalue().startswith("dsh chat · session ")
 
 
 async def test_chat_without_a_key_explains_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from dsh.cli.signals import first_of, on_signals
+from dsh.cli.signals import first_of, on_numbered_signals, on_signals
 
 
 async def test_a_signal_calls_the_callback_only_inside_the_block() -> None:
@@ -17,6 +17,14 @@ async def test_a_signal_calls_the_callback_only_inside_the_block() -> None:
         os.kill(os.getpid(), signal.SIGUSR1)
         await seen.wait()
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+
+
+async def test_numbered_handlers_get_the_signal_that_arrived() -> None:
+    seen: asyncio.Queue[int] = asyncio.Queue()
+    with on_numbered_signals(seen.put_nowait, signal.SIGUSR1, signal.SIGUSR2):
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert await seen.get() == signal.SIGUSR2
+    assert signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL
 
 
 async def test_first_of_returns_true_when_the_work_finishes_first() -> None:

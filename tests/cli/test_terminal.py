@@ -141,3 +141,22 @@ def _plain(panel: Any) -> str:
     console = Console(file=io.StringIO(), width=200, record=True)
     console.print(panel.renderable)
     return "\n".join(line.rstrip() for line in console.export_text().rstrip("\n").split("\n"))
+
+
+async def test_a_steering_line_is_shown_on_a_line_of_its_own() -> None:
+    script = [tool_call_response("c1", "nudge", {}, text="Working."), text_response("Steered.")]
+    console = screen()
+    async with Harness(script) as h:
+
+        async def nudge(_args: Any, execution: Any) -> list[Any]:
+            execution.agent.steer([text("use the other file")])
+            return [text("ok")]
+
+        h.tools.register(define_tool("nudge", "steer", {}, nudge))
+        agent = h.agent()
+        view = TerminalView(h.ctx, agent, console)
+        agent.send([text("go")])
+        await agent.when_idle()
+        view.close()
+    drawn = console.export_text()
+    assert "› use the other file" in drawn, drawn

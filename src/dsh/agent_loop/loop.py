@@ -35,7 +35,7 @@ from dsh.core.agent import (
 )
 from dsh.core.errors import HarnessError, error_code, error_message, to_error
 from dsh.core.llm import LLM, BlockAssembler, FinishReason, GenerateOptions, Message
-from dsh.core.session import SESSION_FLUSH, ErrorReason, TurnEndReason, last_turn_number
+from dsh.core.session import SESSION_FLUSH, ErrorReason, Session, TurnEndReason, last_turn_number
 from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
 from dsh.kernel import AbortController, AbortSignal, ServiceKey
@@ -364,8 +364,18 @@ def _require(agent: ReactLoopAgent, key: ServiceKey[T]) -> T:
 
 
 async def run_step(agent: ReactLoopAgent, turn: int, step: int, signal: AbortSignal) -> StepOutcome:
-    """One model call and its tool calls (SPEC §8.5 ``runStep``)."""
-    message, finish, usage = await race_abort(_model_phase(agent, turn, step, signal), signal)
+    """One model call and its tool calls (SPEC §8.5 ``runStep``).
+
+    When the step is aborted while the model streams, the text it streamed so far
+    (what the user saw) is logged as the step's ``assistant/message`` first.
+    """
+    assembler = BlockAssembler()
+    try:
+        message, finish, usage = await race_abort(_model_phase(agent, turn, step, signal, assembler), signal)
+    except Exception:
+        if signal.aborted:
+            _log_partial(agent.session, turn, step, assembler)
+        raise
     session = agent.session
     ctx = agent.ctx
     rewrite = ctx.listener_count(AGENT_STEP_RESULT) > 0
@@ -433,8 +443,15 @@ async def _execute(tools: ToolRegistry, execution: ToolExecution, signal: AbortS
         )
 
 
+def _log_partial(session: Session, turn: int, step: int, assembler: BlockAssembler) -> None:
+    """Log the text blocks ``assembler`` holds (the partial answer of an aborted step), if any."""
+    partial = [block for block in assembler.blocks() if block["type"] == "text" and block["text"]]
+    if partial:
+        session.append("assistant/message", {"turn": turn, "step": step, "content": partial})
+
+
 async def _model_phase(
-    agent: ReactLoopAgent, turn: int, step: int, signal: AbortSignal
+    agent: ReactLoopAgent, turn: int, step: int, signal: AbortSignal, assembler: BlockAssembler
 ) -> tuple[Message, FinishReason, Any]:
     ctx = agent.ctx
     session = agent.session
@@ -456,7 +473,6 @@ async def _model_phase(
             "NO_MODEL",
         )
     llm = _require(agent, LLM)
-    assembler = BlockAssembler()
     stream = llm.stream(request)
     append = session.append
     emit = ctx.emit

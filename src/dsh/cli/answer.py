@@ -6,12 +6,14 @@
   line each on stdout (``--json``), exactly as the JSONL log stores it.
 
 Both listen on the booted root, ignore other agents and sessions, and never raise
-into the loop: a closed stdout (``dsh run ... | head``) just stops the printing.
+into the loop: a closed stdout (``dsh run ... | head``) stops the printing and calls
+``on_broken`` once (``dsh run`` then cancels the turn and :func:`detach_stdout`).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from dsh.core.agent import AGENT_STREAM_CHUNK, Agent
@@ -34,6 +36,24 @@ def _write(stream: Any, text: str) -> bool:
     return True
 
 
+def detach_stdout() -> None:
+    """Point file descriptor 1 at ``/dev/null``: what is still buffered or written later goes nowhere.
+
+    After the reader of stdout went away, this keeps the flush at interpreter exit
+    from failing with a broken pipe. It changes the process's descriptor 1: only a
+    command that owns the process calls it.
+    """
+    import os
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _nothing() -> None:
+    return None
+
+
 def _result_line(content: Any) -> str:
     joined = text_of(content)
     lines = joined.strip("\n").split("\n")
@@ -47,8 +67,9 @@ def _result_line(content: Any) -> str:
 class TextAnswer:
     """Streams ``agent``'s text to stdout and its tool activity to stderr (see the module docstring)."""
 
-    def __init__(self, root: Context, agent: Agent) -> None:
+    def __init__(self, root: Context, agent: Agent, on_broken: Callable[[], None] = _nothing) -> None:
         self.agent = agent
+        self.on_broken = on_broken
         self.wrote = False
         self.at_line_start = True
         self.broken = False
@@ -61,6 +82,7 @@ class TextAnswer:
             return
         if not _write(sys.stdout, text):
             self.broken = True
+            self.on_broken()
             return
         self.wrote = True
         self.at_line_start = text.endswith("\n")
@@ -93,8 +115,9 @@ class TextAnswer:
 class EventLines:
     """Prints each event appended to ``session`` as its JSONL line (see the module docstring)."""
 
-    def __init__(self, root: Context, session: Session) -> None:
+    def __init__(self, root: Context, session: Session, on_broken: Callable[[], None] = _nothing) -> None:
         self.session = session
+        self.on_broken = on_broken
         self.broken = False
         root.on(SESSION_EVENT, self.on_event)
 
@@ -104,3 +127,4 @@ class EventLines:
         line = escape_lone_surrogates(session_event_line(event))
         if not _write(sys.stdout, line + "\n"):
             self.broken = True
+            self.on_broken()

@@ -9,13 +9,17 @@ flushes the session log.
 On a terminal (stdout is a tty, no ``--plain``) the answers are drawn by
 :class:`~dsh.cli.terminal.TerminalView` (markdown, a spinner, tool cards);
 otherwise ui-stdio prints plain text. Ctrl-C aborts the turn in progress (the log
-records ``aborted``); when nothing runs, it ends the chat (status 130).
+records ``aborted``); at the idle prompt the first one drops the half-typed line (the
+terminal discards it) and says so, and a second one in a row ends the chat (status 130). SIGTERM and
+SIGHUP abort the turn in progress and end the chat once it has ended (status 143 /
+129); a second one ends it at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -25,9 +29,9 @@ from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
-from dsh.cli.settings import Settings
-from dsh.cli.signals import on_signals
-from dsh.core.agent import AGENTS
+from dsh.cli.settings import Settings, check_sessions_root
+from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
+from dsh.core.agent import AGENT_QUEUED, AGENTS
 from dsh.kernel import Context, PluginSpec
 
 if TYPE_CHECKING:  # the rich console is imported only on a terminal
@@ -42,6 +46,10 @@ class _Discard:
 
     def flush(self) -> None:
         return None
+
+
+CLEARED_NOTICE = "(input cleared: press Ctrl-C again, or Ctrl-D, to quit)"
+"""What the first Ctrl-C at the idle prompt prints."""
 
 
 def welcome_text(session_id: str, model: str | None, *, resumed: bool) -> str:
@@ -68,7 +76,7 @@ async def chat(
     ``console`` the rich console of the terminal view (default: one on stdout).
     Returns the exit status: 0 after end of input, 130 after a Ctrl-C while idle.
     """
-    from dsh.plugins.ui_stdio import StdioRuntime, create_stdio_chat, read_lines
+    from dsh.plugins.ui_stdio import PROMPT, StdioRuntime, create_stdio_chat, read_lines
 
     in_fd = sys.stdin.fileno() if stdin is None else stdin
     async with booted(tree) as root:
@@ -92,22 +100,46 @@ async def chat(
             view.welcome(banner)
             output = _Discard()
         runtime = StdioRuntime(input=read_lines(in_fd), output=output, exit=finish)
-        config = {"welcome": banner, "agent": MAIN_AGENT}
+        config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not os.isatty(in_fd)}
 
         def start(ctx: Context, _raw: Any) -> Any:
             return create_stdio_chat(ctx, config, runtime)
 
-        def interrupt() -> None:
-            if agent.status == "running":
+        stopping: list[asyncio.Task[None]] = []
+
+        async def stop(status: int) -> None:
+            await agent.when_idle()
+            finish(status)
+
+        def interrupt(number: int) -> None:
+            if number != signal.SIGINT:
+                if stopping:  # a second SIGTERM / SIGHUP: stop waiting for the turn
+                    finish(SIGNAL_STATUS[number])
+                    return
+                agent.cancel(SIGNAL_REASON[number])
+                stopping.append(asyncio.ensure_future(stop(SIGNAL_STATUS[number])))
+            elif agent.status == "running":
                 agent.cancel(INTERRUPT_REASON)
+            elif not armed:  # the terminal dropped the half-typed line; say so and ask again
+                armed.append(True)
+                if view is not None:
+                    view.notice(CLEARED_NOTICE)
+                else:
+                    sys.stdout.write(f"\n{CLEARED_NOTICE}{PROMPT}")
+                    sys.stdout.flush()
             else:
                 finish(EXIT_INTERRUPTED)
 
+        armed: list[bool] = []  # a Ctrl-C at the idle prompt asked for a second one
+        root.on(AGENT_QUEUED, lambda *_args: armed.clear())
+
         try:
-            with on_signals(interrupt, signal.SIGINT):
+            with on_numbered_signals(interrupt, *STOP_SIGNALS):
                 await root.plugin(PluginSpec(name="dsh-chat", inject=[AGENTS.name], apply=start))
                 code = await done
         finally:
+            for task in stopping:
+                task.cancel()
             if view is not None:
                 view.close()
         if plain:
@@ -121,8 +153,10 @@ async def command(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_args(args)
         tree = resolve_tree(settings)
+        if tree.file is None:
+            check_sessions_root(settings.sessions_root)
         plain = bool(args.plain) or not sys.stdout.isatty()
-        with logging_to_stderr(settings.verbose):
+        with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await chat(tree, settings, resume=args.resume, plain=plain)
     except CliError as error:
         return report(error)

@@ -25,11 +25,38 @@ exit status:
   0    the turn completed
   1    the turn failed (the model or a tool reported an error), or dsh could not start
        (a bad plugin tree, an unknown session id); the reason is on stderr
-  2    usage error, or no model is configured (see --demo)
+  2    usage error, or no model is configured (see --demo), or a bad settings file
   3    the model stopped at its output limit (max-tokens)
+  129  SIGHUP (the terminal closed) aborted the turn
   130  interrupted: Ctrl-C aborted the turn (a second Ctrl-C exits at once)
+  141  stdout was closed by its reader (`dsh run ... | head`): the turn was aborted
+  143  SIGTERM (timeout, a CI job limit, systemd) aborted the turn
+       after SIGINT, SIGTERM or SIGHUP the log records the aborted turn and the tool
+       processes are killed; a second signal exits at once
 
 The session id is printed on stderr; continue the conversation with --resume ID."""
+
+MAIN_EPILOG = """\
+models:
+  DeepSeek (the default)       export DEEPSEEK_API_KEY=sk-...
+  OpenAI                       export OPENAI_API_KEY=sk-...; dsh --provider openai --model gpt-4o-mini run ...
+  a local OpenAI-compatible server (vLLM, Ollama, llama.cpp's llama-server):
+                               export OPENAI_API_KEY=none OPENAI_BASE_URL=http://127.0.0.1:8000/v1
+                               dsh --provider openai --model NAME run ...
+                               (Ollama: http://127.0.0.1:11434/v1; llama-server: http://127.0.0.1:8080/v1)
+  no key at all                dsh --demo run 'echo hello'   (a scripted, clearly labelled model)
+  `provider:` and `model:` may also be set in $DSH_HOME/settings.yml (else ~/.config/dsh/settings.yml).
+
+environment:
+  DEEPSEEK_API_KEY   the DeepSeek API key (provider deepseek)
+  DEEPSEEK_BASE_URL  another server speaking DeepSeek's chat-completions API (provider deepseek)
+  OPENAI_API_KEY     the API key of provider openai
+  OPENAI_BASE_URL    the base URL of provider openai (default https://api.openai.com/v1)
+  DSH_HOME           where dsh keeps sessions/ and settings.yml (default ~/.local/share/dsh)
+
+exit status:
+  0 completed, 1 failed, 2 usage or configuration error, 3 max tokens, 129 SIGHUP, 130 interrupted (Ctrl-C),
+  141 stdout closed, 143 SIGTERM; see `dsh run --help`. Failures are one line on stderr; --debug adds the traceback."""
 
 Command: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 """A subcommand: parsed arguments in, exit status out."""
@@ -61,6 +88,13 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         "--model", metavar="NAME", default=default(None), help="the model the agent asks (default: per profile)"
     )
     group.add_argument(
+        "--provider",
+        choices=("deepseek", "openai"),
+        default=default(None),
+        help="the built-in profile's model API: deepseek (default; DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL) or "
+        "openai (OPENAI_API_KEY, OPENAI_BASE_URL: OpenAI or any OpenAI-compatible server)",
+    )
+    group.add_argument(
         "--sessions-root",
         metavar="DIR",
         default=default(None),
@@ -82,6 +116,9 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=default(False),
         help="check the session-log contract at run time (development)",
     )
+    group.add_argument(
+        "--debug", action="store_true", default=default(False), help="print a traceback with an unexpected error"
+    )
     group.add_argument("-v", "--verbose", action="count", default=default(0), help="log to stderr (-v info, -vv debug)")
 
 
@@ -90,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsh",
         description="dsh: an agent harness where everything is a plugin.",
+        epilog=MAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"dsh {__version__}")
     _global_options(parser, suppress=False)
@@ -189,7 +228,27 @@ async def amain(argv: Sequence[str] | None = None) -> int:
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed
-    return await _command(parsed)(parsed)
+    return await _dispatch(parsed)
+
+
+async def _dispatch(parsed: argparse.Namespace) -> int:
+    """Run the parsed subcommand; an error it did not expect is :func:`unexpected`."""
+    try:
+        return await _command(parsed)(parsed)
+    except Exception as error:
+        return unexpected(error, debug=bool(getattr(parsed, "debug", False)))
+
+
+def unexpected(error: Exception, *, debug: bool) -> int:
+    """Report an error no subcommand expected: one line (the traceback too with ``--debug``); status 1."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(error, file=sys.stderr)
+    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    hint = "" if debug else " (run again with --debug for the traceback)"
+    print(f"dsh: unexpected error: {detail}{hint}", file=sys.stderr, flush=True)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -210,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     defer_httpx_cli()
     try:
-        return asyncio.run(_command(parsed)(parsed))
+        return asyncio.run(_dispatch(parsed))
     except KeyboardInterrupt:
         print("dsh: interrupted", file=sys.stderr)
         return 130

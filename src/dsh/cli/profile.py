@@ -9,6 +9,11 @@ as the YAML tree that boots the same:
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
   ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
   the tree). Needs the key.
+* **openai** (``--provider openai`` or ``provider: openai`` in the settings file):
+  the same with the ``llm-openai`` adapter (the OpenAI SDK) reading
+  ``$OPENAI_API_KEY`` and ``$OPENAI_BASE_URL``: OpenAI itself, or any server with an
+  OpenAI-compatible API (vLLM, Ollama, llama.cpp). It needs ``--model`` (or
+  ``model:`` in the settings file).
 * **demo** (``--demo``): the same with the keyless demo model (``dsh.plugins.demo``)
   in place of DeepSeek.
 
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from dsh.cli.errors import CliError
-from dsh.cli.settings import API_KEY_ENV, Settings
+from dsh.cli.settings import Settings
 
 DEFAULT_MODEL = "deepseek-v4-flash"
 """The model of the default profile unless ``--model`` names another."""
@@ -42,11 +47,26 @@ DEFAULT_SYSTEM_PROMPT = (
 
 NO_MODEL_HELP = (
     "no model is configured. dsh talks to DeepSeek by default and needs an API key: set "
-    f"{API_KEY_ENV} (for example `export {API_KEY_ENV}=sk-...`; DEEPSEEK_BASE_URL points dsh at "
-    "another server speaking the same chat-completions API), or pass --config FILE with a plugin "
+    "DEEPSEEK_API_KEY (for example `export DEEPSEEK_API_KEY=sk-...`; DEEPSEEK_BASE_URL points dsh at "
+    "another server speaking the same chat-completions API), or use --provider openai with "
+    "OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server), or pass --config FILE with a plugin "
     "tree that provides a model, or try the keyless demo: `dsh run --demo 'echo hello'` (a "
     "scripted model, clearly labelled, that runs a real bash command and summarizes it)."
 )
+
+NO_OPENAI_KEY_HELP = (
+    "--provider openai needs an API key: set OPENAI_API_KEY (a local server that checks none takes any "
+    "value, e.g. `export OPENAI_API_KEY=none`) and OPENAI_BASE_URL for a server other than OpenAI's "
+    "(e.g. http://127.0.0.1:8000/v1 for vLLM, http://127.0.0.1:11434/v1 for Ollama)."
+)
+
+NO_OPENAI_MODEL_HELP = (
+    "--provider openai needs a model name: pass --model NAME (or put `model: NAME` in the settings file), "
+    "e.g. --model gpt-4o-mini, or the name your local server serves."
+)
+
+OPENAI_PUBLIC_BASE_URL = "https://api.openai.com/v1"
+"""Where ``--provider openai`` sends requests unless ``$OPENAI_BASE_URL`` says otherwise."""
 
 Purpose: TypeAlias = Literal["agent", "storage"]
 """``agent``: a tree to run an agent on (needs a model); ``storage``: sessions and persistence only."""
@@ -90,7 +110,11 @@ def profile_model(settings: Settings) -> str:
     """The model a built-in profile serves and the agent asks: ``--model``, else the profile's default."""
     if settings.model is not None:
         return settings.model
-    return DEMO_MODEL if settings.demo else DEFAULT_MODEL
+    if settings.demo:
+        return DEMO_MODEL
+    if settings.provider == "openai":
+        raise CliError(NO_OPENAI_MODEL_HELP, 2)
+    return DEFAULT_MODEL
 
 
 def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict[str, Any]]:
@@ -107,7 +131,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     if settings.invariants:
         entries.append(_entry("invariants", "invariants"))
     entries += [
-        _entry("bash", "bash-local", {"cwd": str(settings.cwd)}),
+        _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
         _entry("agent-loop", "agent-loop", {"agents": []}),
         _persistence(settings),
@@ -115,6 +139,13 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     model = profile_model(settings)
     if settings.demo:
         entries.append(_entry("model", "dsh.plugins.demo", {"models": [model]}))
+    elif settings.provider == "openai":
+        import os
+
+        openai = {"models": [model], "apiKeyEnv": settings.key_env, "baseURLEnv": settings.base_url_env}
+        if not os.environ.get(settings.base_url_env):
+            openai["baseURL"] = OPENAI_PUBLIC_BASE_URL
+        entries.append(_entry("model", "llm-openai", openai))
     else:
         from dsh.adapters.deepseek import DEFAULT_MODELS
 
@@ -128,7 +159,9 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
 def _profile_label(settings: Settings, purpose: Purpose) -> str:
     if purpose == "storage":
         return "the built-in storage profile"
-    return "the built-in demo profile" if settings.demo else "the built-in default profile"
+    if settings.demo:
+        return "the built-in demo profile"
+    return "the built-in openai profile" if settings.provider == "openai" else "the built-in default profile"
 
 
 def render_tree(entries: list[dict[str, Any]], label: str) -> str:
@@ -158,6 +191,7 @@ def resolve_tree(settings: Settings, purpose: Purpose = "agent", *, need_key: bo
             raise CliError(f"cannot read --config {settings.config}: {error}; give a readable YAML file") from error
         return Tree(str(settings.config), text, settings.config, settings.model)
     if need_key and purpose == "agent" and not settings.demo and not settings.has_api_key:
-        raise CliError(NO_MODEL_HELP, 2)
+        raise CliError(NO_OPENAI_KEY_HELP if settings.provider == "openai" else NO_MODEL_HELP, 2)
     entries = tuple(profile_entries(settings, purpose))
-    return Tree(_profile_label(settings, purpose), None, None, profile_model(settings), entries)
+    model = profile_model(settings) if purpose == "agent" else None
+    return Tree(_profile_label(settings, purpose), None, None, model, entries)

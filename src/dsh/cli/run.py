@@ -5,12 +5,20 @@ id on stderr, sends the prompt and streams the answer to stdout (``--json``: eve
 new session event as a JSON line instead), then disposes everything, which flushes
 the session log. The exit status says how the turn ended (see ``dsh run --help``).
 
-Any ``agent/error`` during the run (a failed checkpoint of the log, say) is printed
-on stderr and makes the run fail even when the turn completed.
+Any ``agent/error`` during the turn (a failed checkpoint of the log, say) makes the
+run fail even when the turn completed; it is printed on stderr after the turn's
+outcome unless that already names it, and each failure is said once however many
+layers report it (:class:`~dsh.cli.errors.Once`). Before anything boots, the
+built-in profile's sessions root is checked (:func:`~dsh.cli.settings.check_sessions_root`).
 
-Ctrl-C cancels the turn: the agent aborts the step in flight and the log records
-``turn/end {"kind": "aborted", "reason": "interrupted"}``; a second Ctrl-C stops
-waiting for the turn and exits at once (status 130).
+When stdout's reader goes away (``dsh run ... | head``) the turn is cancelled
+(reason ``output closed``) and the run exits 141 without a word.
+
+Ctrl-C cancels the turn: the agent aborts the step in flight (killing its tool
+processes) and the log records ``turn/end {"kind": "aborted", "reason":
+"interrupted"}``; a second Ctrl-C stops waiting for the turn and exits at once
+(status 130). SIGTERM and SIGHUP do the same with the reasons ``terminated`` and
+``hangup`` and the statuses 143 and 129 (see :mod:`dsh.cli.signals`).
 """
 
 from __future__ import annotations
@@ -20,18 +28,34 @@ import asyncio
 import signal
 import sys
 
-from dsh.cli.agent import EXIT_FAILED, EXIT_INTERRUPTED, describe_reason, exit_status, start_agent, turn_outcome
-from dsh.cli.answer import EventLines, TextAnswer
+from dsh.cli import errors
+from dsh.cli.agent import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    TurnOutcome,
+    describe_reason,
+    exit_status,
+    start_agent,
+    turn_outcome,
+)
+from dsh.cli.answer import EventLines, TextAnswer, detach_stdout
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import Tree, resolve_tree
-from dsh.cli.settings import Settings
-from dsh.cli.signals import first_of, on_signals
+from dsh.cli.settings import Settings, check_sessions_root
+from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
 from dsh.core.agent import AGENT_ERROR, Agent
 from dsh.core.llm import text
 
-INTERRUPT_REASON = "interrupted"
-"""The abort reason a Ctrl-C leaves in the log."""
+INTERRUPT_REASON = SIGNAL_REASON[signal.SIGINT]
+"""The abort reason a Ctrl-C (SIGINT) leaves in the log."""
+
+
+OUTPUT_CLOSED_REASON = "output closed"
+"""The abort reason when stdout's reader went away (``dsh run ... | head``)."""
+
+EXIT_OUTPUT_CLOSED = 141
+"""The exit status then (as a process killed by SIGPIPE reports it), with nothing more said."""
 
 
 def read_prompt(words: list[str]) -> str:
@@ -45,6 +69,11 @@ def read_prompt(words: list[str]) -> str:
     return prompt
 
 
+def describe_signal(number: int) -> str:
+    """``Ctrl-C`` for SIGINT, else the signal's name (``SIGTERM``)."""
+    return "Ctrl-C" if number == signal.SIGINT else signal.Signals(number).name
+
+
 def _say(message: str) -> None:
     print(f"dsh: {message}", file=sys.stderr, flush=True)
 
@@ -53,48 +82,80 @@ async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool,
     """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring)."""
     async with booted(tree) as root:
         agent = await start_agent(root, tree, settings, resume)
-        answer = None if json else TextAnswer(root, agent)
+        closed: list[bool] = []
+
+        def output_closed() -> None:
+            closed.append(True)
+            detach_stdout()
+            agent.cancel(OUTPUT_CLOSED_REASON)
+
+        answer = None if json else TextAnswer(root, agent, output_closed)
         if json:
-            EventLines(root, agent.session)
-        failures: list[BaseException] = []
+            EventLines(root, agent.session, output_closed)
+        failures: list[tuple[str, str]] = []
 
         def on_error(source: Agent, turn: int, step: int, error: BaseException) -> None:
-            failures.append(error)
-            _say(f'agent "{source.id}": error in turn {turn}: {error}')
+            # said after the turn's own outcome, unless that names it (later ones are logged by the agent)
+            failures.append((str(error), f'agent "{source.id}": error in turn {turn}: {error}'))
 
         root.on(AGENT_ERROR, on_error)
         _say(f"session {agent.session.id}")
         since = agent.session.seq
-        presses = 0
+        received: list[int] = []
         force = asyncio.Event()
 
-        def interrupt() -> None:
-            nonlocal presses
-            presses += 1
-            if presses == 1:
-                _say("interrupting the turn (press Ctrl-C again to exit at once)")
-                agent.cancel(INTERRUPT_REASON)
+        def interrupt(number: int) -> None:
+            received.append(number)
+            if len(received) == 1:
+                again = "press Ctrl-C again" if number == signal.SIGINT else "signal again"
+                _say(f"{describe_signal(number)}: interrupting the turn ({again} to exit at once)")
+                agent.cancel(SIGNAL_REASON[number])
             else:
                 force.set()
 
-        with on_signals(interrupt, signal.SIGINT):
+        with on_numbered_signals(interrupt, *STOP_SIGNALS):
             agent.send([text(prompt)])
             settled = await first_of(asyncio.ensure_future(agent.when_idle()), force)
         if answer is not None:
             answer.end_line()
+        signalled = SIGNAL_STATUS[received[0]] if received else None
+        if closed:
+            return EXIT_OUTPUT_CLOSED
         if not settled:
             _say("exiting without waiting for the turn to end")
-            return EXIT_INTERRUPTED
-        outcome = turn_outcome(agent.session, since)
-        if outcome.turn is None:
-            _say("the prompt did not start a turn")
-            return EXIT_FAILED
+            return SIGNAL_STATUS[received[0]]
+        return _report(turn_outcome(agent.session, since), signalled, failures, key_hint(tree, settings))
+
+
+def key_hint(tree: Tree, settings: Settings) -> str:
+    """What to check when the provider refuses the key (an ``AUTH`` error)."""
+    if tree.file is not None:
+        return f"check the API key the model entry of {tree.file} uses"
+    return f"check ${settings.key_env} (the API key the provider refused)"
+
+
+def _report(outcome: TurnOutcome, signalled: int | None, failures: list[tuple[str, str]], hint: str) -> int:
+    """Say how the turn ended (when not completed) and the agent errors it does not name; the exit status.
+
+    An ``AUTH`` error gets ``hint`` (which variable holds the key).
+    """
+    if outcome.turn is None:
+        status, said = EXIT_FAILED, "the prompt did not start a turn"
+    else:
         status = exit_status(outcome.reason)
-        if status != 0:
-            _say(f"turn {outcome.turn} ended: {describe_reason(outcome.reason)}")
-        elif failures:
-            status = EXIT_FAILED
-        return status
+        if signalled is not None and status == EXIT_INTERRUPTED:
+            status = signalled
+        said = f"turn {outcome.turn} ended: {describe_reason(outcome.reason)}" if status != 0 else ""
+        if outcome.reason is not None and outcome.reason.get("code") == "AUTH":
+            said += f"; {hint}"
+    if said:
+        errors.ONCE.say(said)
+    elif failures:
+        status = EXIT_FAILED
+    for message, line in failures:
+        if message not in said:
+            errors.ONCE.say(line)
+    return status
 
 
 async def command(args: argparse.Namespace) -> int:
@@ -103,7 +164,9 @@ async def command(args: argparse.Namespace) -> int:
         settings = Settings.from_args(args)
         prompt = read_prompt(list(args.prompt))
         tree = resolve_tree(settings)
-        with logging_to_stderr(settings.verbose):
+        if tree.file is None:
+            check_sessions_root(settings.sessions_root)
+        with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await run_prompt(tree, settings, prompt, json=bool(args.json), resume=args.resume)
     except CliError as error:
         return report(error)

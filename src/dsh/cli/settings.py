@@ -3,6 +3,10 @@
 The sessions root defaults to ``$DSH_HOME/sessions``, else
 ``$XDG_DATA_HOME/dsh/sessions``, else ``~/.local/share/dsh/sessions``. Paths are made
 absolute against the working directory when the command starts.
+
+The settings file (``$DSH_HOME/settings.yml``, else ``$XDG_CONFIG_HOME/dsh/settings.yml``,
+else ``~/.config/dsh/settings.yml``; optional) is a YAML mapping with the keys
+``provider`` (:data:`PROVIDERS`) and ``model``; a command-line option wins over it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dsh.cli.errors import CliError
 
@@ -19,7 +24,19 @@ API_KEY_ENV = "DEEPSEEK_API_KEY"
 """The variable holding the DeepSeek API key (read by the ``llm-deepseek`` plugin)."""
 
 HOME_ENV = "DSH_HOME"
-"""Where dsh keeps its data (sessions under ``sessions/``)."""
+"""Where dsh keeps its data (sessions under ``sessions/``) and its settings file."""
+
+SETTINGS_FILE = "settings.yml"
+"""The settings file's name (see the module docstring)."""
+
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "deepseek": ("DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+}
+"""Each provider of the built-in profile: the variables holding its API key and its base URL."""
+
+SETTING_KEYS = ("model", "provider")
+"""The keys the settings file may hold."""
 
 
 def default_sessions_root(environ: Mapping[str, str]) -> Path:
@@ -32,13 +49,55 @@ def default_sessions_root(environ: Mapping[str, str]) -> Path:
     return base / "dsh" / "sessions"
 
 
+def settings_file(environ: Mapping[str, str]) -> Path:
+    """``$DSH_HOME/settings.yml``, else ``$XDG_CONFIG_HOME/dsh/settings.yml``, else ``~/.config/dsh/settings.yml``."""
+    home = environ.get(HOME_ENV)
+    if home:
+        return Path(home).expanduser() / SETTINGS_FILE
+    config = environ.get("XDG_CONFIG_HOME")
+    base = Path(config).expanduser() if config else Path.home() / ".config"
+    return base / "dsh" / SETTINGS_FILE
+
+
+def read_settings_file(path: Path) -> dict[str, str]:
+    """The settings ``path`` holds (empty when there is no such file).
+
+    Raises :class:`CliError` (status 2) naming the file for unreadable YAML, a
+    document that is not a mapping, an unknown key or a value that is not a string.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise CliError(f"cannot read the settings file {path}: {error}; fix or remove it", 2) from error
+    import yaml
+
+    try:
+        raw: Any = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise CliError(f"the settings file {path} is not valid YAML ({error}); fix or remove it", 2) from error
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise CliError(f"the settings file {path} must be a mapping (provider: ..., model: ...); fix or remove it", 2)
+    unknown = sorted(str(key) for key in raw if key not in SETTING_KEYS)
+    if unknown:
+        raise CliError(f"the settings file {path} has unknown keys {unknown}: it takes {list(SETTING_KEYS)}", 2)
+    for key, value in raw.items():
+        if not isinstance(value, str) or not value:
+            raise CliError(f"the settings file {path}: {key} must be a non-empty string, got {value!r}", 2)
+    return dict(raw)
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the global options ask for, with defaults applied and paths absolute.
 
     ``config`` is a user's plugin tree (None: the built-in profile); ``model`` None
-    means "the profile's default"; ``has_api_key`` records whether
-    ``$DEEPSEEK_API_KEY`` was set (non-empty) when the command started.
+    means "the profile's default"; ``provider`` picks the built-in profile's adapter
+    (:data:`PROVIDERS`); ``has_api_key`` records whether the provider's key variable
+    was set (non-empty) when the command started.
     """
 
     config: Path | None
@@ -50,13 +109,26 @@ class Settings:
     system_prompt: str | None
     verbose: int
     has_api_key: bool
+    provider: str = "deepseek"
+    debug: bool = False
+
+    @property
+    def key_env(self) -> str:
+        """The variable the provider's API key is read from."""
+        return PROVIDERS[self.provider][0]
+
+    @property
+    def base_url_env(self) -> str:
+        """The variable the provider's base URL is read from."""
+        return PROVIDERS[self.provider][1]
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
-        """Resolve ``args`` (global options) against ``environ`` (default ``os.environ``).
+        """Resolve ``args`` (global options) against ``environ`` (default ``os.environ``) and the settings file.
 
-        Raises :class:`CliError` (status 2) for ``--cwd`` naming no directory, and for
-        ``--demo`` combined with ``--config``.
+        Raises :class:`CliError` (status 2) for ``--cwd`` naming no directory, for
+        ``--demo`` combined with ``--config``, for an unknown provider and for a bad
+        settings file.
         """
         env = os.environ if environ is None else environ
         config = Path(args.config).absolute() if args.config else None
@@ -66,14 +138,38 @@ class Settings:
         if not cwd.is_dir():
             raise CliError(f"--cwd {cwd} is not a directory: give an existing directory", 2)
         root = Path(args.sessions_root).expanduser() if args.sessions_root else default_sessions_root(env)
+        stored = read_settings_file(settings_file(env))
+        provider = getattr(args, "provider", None) or stored.get("provider", "deepseek")
+        if provider not in PROVIDERS:
+            raise CliError(f'unknown provider "{provider}": use one of {", ".join(PROVIDERS)}', 2)
         return cls(
             config=config,
-            model=args.model or None,
+            model=args.model or (None if args.demo else stored.get("model")),
             sessions_root=root.absolute(),
             cwd=cwd,
             demo=bool(args.demo),
             invariants=bool(args.invariants),
             system_prompt=args.system_prompt,
             verbose=int(args.verbose),
-            has_api_key=bool(env.get(API_KEY_ENV)),
+            has_api_key=bool(env.get(PROVIDERS[provider][0])),
+            provider=provider,
+            debug=bool(getattr(args, "debug", False)),
         )
+
+
+def check_sessions_root(root: Path) -> None:
+    """Raise :class:`CliError` unless sessions can be written under ``root``, before any model is asked.
+
+    ``root`` (or, when it does not exist yet, its nearest existing ancestor, where it
+    will be created) must be a writable directory.
+    """
+    fix = f"pass --sessions-root DIR or set {HOME_ENV} to a writable directory"
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "" if existing == root else f" (its parent {existing} is not a directory)"
+        raise CliError(f"the sessions root {root} is not a directory{what}: {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "" if existing == root else f" (its parent {existing} is not writable)"
+        raise CliError(f"the sessions root {root} is not writable{what}: {fix}")

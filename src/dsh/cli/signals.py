@@ -1,4 +1,12 @@
-"""Signal handling for commands that own the terminal: handlers on the running event loop."""
+"""Signal handling for commands that own the terminal: handlers on the running event loop.
+
+``dsh run`` and ``dsh chat`` treat SIGINT (Ctrl-C), SIGTERM (``timeout``, CI limits,
+systemd) and SIGHUP (the terminal closed) alike: the first one cancels the turn in
+progress, so the log records its end and the tool process groups are killed as the
+step aborts, and the command then exits in order (the tree is disposed, which flushes
+the session log). A second signal stops waiting for the turn. The exit status names
+the signal: :data:`SIGNAL_STATUS`.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,15 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals ``dsh run`` and ``dsh chat`` answer with a cancel and an orderly exit."""
+
+SIGNAL_STATUS: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+"""The exit status after each of :data:`STOP_SIGNALS` (128 + the signal number, as shells report it)."""
+
+SIGNAL_REASON: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hangup"}
+"""The abort reason each of :data:`STOP_SIGNALS` leaves in the log."""
 
 
 @contextmanager
@@ -17,9 +34,16 @@ def on_signals(callback: Callable[[], object], *numbers: signal.Signals) -> Iter
     Python's default ``KeyboardInterrupt``), so ``callback`` may touch agents and
     events. On exit the default handling of each signal is restored.
     """
+    with on_numbered_signals(lambda _number: callback(), *numbers):
+        yield
+
+
+@contextmanager
+def on_numbered_signals(callback: Callable[[int], object], *numbers: signal.Signals) -> Iterator[None]:
+    """As :func:`on_signals`, calling ``callback(number)`` with the signal that arrived."""
     loop = asyncio.get_running_loop()
     for number in numbers:
-        loop.add_signal_handler(number, callback)
+        loop.add_signal_handler(number, callback, int(number))
     try:
         yield
     finally:

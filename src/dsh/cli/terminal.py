@@ -106,6 +106,13 @@ class TerminalView:
         self.console.print(Panel(Text(message), border_style="cyan"))
         self.console.print(PROMPT, end="")
 
+    def notice(self, message: str) -> None:
+        """Print ``message`` on a line of its own, dimmed, then the prompt again."""
+        self._settle()
+        self.console.print()
+        self.console.print(Text(message, style="dim"))
+        self.console.print(PROMPT, end="")
+
     # -------------------------------------------------------------- listeners
     def on_step_start(self, agent: Agent, _turn: int, _step: int) -> None:
         if agent is self.agent:
@@ -136,6 +143,9 @@ class TerminalView:
         elif event["type"] == "tool/result":
             self._settle()
             self.console.print(self.result_card(data["content"], is_error=bool(data["isError"])))
+        elif event["type"] == "steering/message":  # on a line of its own, apart from the streamed answer
+            self._settle()
+            self.console.print(Text(f"› {text_of(data['content'])}", style="bold cyan"))
 
     def on_turn_end(self, agent: Agent, turn: int, reason: Any) -> None:
         if agent is not self.agent:

@@ -138,6 +138,23 @@ async def test_falls_back_to_DEEPSEEK_API_KEY_DEEPSEEK_BASE_URL_env_vars(
     assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"
 
 
+async def test_reads_the_variables_apiKeyEnv_and_baseURLEnv_name(
+    root: Context, llm: LlmService, server: WireServer, clean_env: pytest.MonkeyPatch
+) -> None:
+    """`dsh --provider openai` points the plugin at OPENAI_API_KEY / OPENAI_BASE_URL this way."""
+    clean_env.setenv("DEEPSEEK_API_KEY", "sk-deepseek")
+    clean_env.setenv("OPENAI_API_KEY", "sk-openai")
+    clean_env.setenv("OPENAI_BASE_URL", server.base_url)
+    server.add(text_reply("env"))
+    adapter = await load(root, apiKeyEnv="OPENAI_API_KEY", baseURLEnv="OPENAI_BASE_URL")
+    assert adapter.base_url == server.base_url
+    await llm.generate(options())
+    assert server.requests[0].headers["authorization"] == "Bearer sk-openai"
+    clean_env.delenv("OPENAI_API_KEY")
+    with pytest.raises(LlmError, match=r"\$OPENAI_API_KEY"):
+        await root.plugin(llm_openai, {"apiKeyEnv": "OPENAI_API_KEY", "models": ["other"]})
+
+
 async def test_prefers_explicit_config_over_env_for_key_and_base_URL(
     root: Context, llm: LlmService, server: WireServer, clean_env: pytest.MonkeyPatch
 ) -> None:

@@ -239,3 +239,35 @@ def test_a_large_message_is_copied_by_a_walk_and_keeps_its_place() -> None:
     assert big_first["content"] is not big_second["content"]
     big_first["content"][0]["text"] = "changed"
     assert session.derive_messages()[1]["content"][0]["content"][0]["text"] == "x" * (4 * LARGE)
+
+
+def _event(seq: int, kind: str, data: dict[str, Any]) -> Any:
+    return {"seq": seq, "type": kind, "ts": 0, "data": data}
+
+
+def test_an_aborted_turn_without_an_answer_derives_the_interrupted_note() -> None:
+    """Between the aborted prompt and the next one the model reads a note, never two user messages in a row."""
+    from dsh.core.session.derive import INTERRUPTED_NOTE
+
+    prompt = {"turn": 1, "content": [{"type": "text", "text": "one"}], "source": {"kind": "user"}}
+    aborted = {"turn": 1, "reason": {"kind": "aborted", "reason": "interrupted"}}
+    events = [
+        _event(0, "user/message", prompt),
+        _event(1, "turn/end", aborted),
+        _event(2, "user/message", {**prompt, "turn": 2}),
+        _event(3, "assistant/message", {"turn": 2, "step": 1, "content": [{"type": "text", "text": "part"}]}),
+        _event(4, "turn/end", {**aborted, "turn": 2}),
+        _event(5, "turn/end", {"turn": 3, "reason": {"kind": "completed"}}),
+    ]
+    note = {"role": "assistant", "content": [{"type": "text", "text": INTERRUPTED_NOTE}]}
+    expected = [
+        {"role": "user", "content": prompt["content"]},
+        note,
+        {"role": "user", "content": prompt["content"]},
+        {"role": "assistant", "content": [{"type": "text", "text": "part"}]},
+    ]
+    assert derive_messages(events) == expected
+    derivation = Derivation()
+    assert derivation.messages(events[:1]) == expected[:1]
+    assert derivation.messages(events) == expected
+    assert derive_messages(events[1:2]) == []  # nothing to note before any message

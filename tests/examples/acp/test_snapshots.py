@@ -117,7 +117,8 @@ def _types(events: list[Any]) -> list[str]:
 
 
 def test_authored_cancel_pins_one_partial_chunk_then_cancelled() -> None:
-    """(table) cancel — one agent_message_chunk "partial", then stopReason cancelled; an aborted turn, no error"""
+    """(table) cancel — one agent_message_chunk "partial", then stopReason cancelled; an aborted turn, no error;
+    the partial text is the step's assistant/message"""
     frames = _golden("cancel", "stdout.golden.jsonl")
     updates = [frame["params"]["update"] for frame in frames if frame.get("method") == "session/update"]
     assert updates == [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "partial"}}]
@@ -129,6 +130,7 @@ def test_authored_cancel_pins_one_partial_chunk_then_cancelled() -> None:
         "step/start",
         "assistant/chunk",
         "assistant/chunk",
+        "assistant/message",  # the partial answer the user saw, logged before the turn ends aborted
         "step/end",
         "turn/end",
     ]

@@ -153,3 +153,52 @@ async def test_an_input_that_fails_counts_as_ended(caplog: pytest.LogCaptureFixt
         assert "ui-stdio: reading input failed, treating it as ended: input/output error" in caplog.messages
         chat.timer.fire()
         assert chat.exits == [0]
+
+
+def turn_users(agent: Agent) -> list[list[str]]:
+    """The user texts of each turn, in order."""
+    turns: list[list[str]] = []
+    for event in agent.session.events:
+        if event["type"] == "turn/start":
+            turns.append([])
+        elif event["type"] == "user/message":
+            turns[-1].extend(block["text"] for block in event["data"]["content"])
+    return turns
+
+
+async def test_one_turn_per_line_sends_piped_lines_as_separate_turns() -> None:
+    """oneTurnPerLine: lines that arrive together become one turn each, in order; the exit waits for the last."""
+    async with Harness([text_response("a"), text_response("b"), text_response("c")]) as h:
+        agent = h.agent("main")
+        chat = start_chat(h.ctx, {"oneTurnPerLine": True})
+        chat.keyboard.type("first\r", "  \r", "second\r", "third\r")
+        chat.keyboard.close()
+        await chat.timer.armed.wait()
+        assert turn_users(agent) == [["first"], ["second"], ["third"]]
+        assert agent.status == "idle"
+
+
+async def test_one_turn_per_line_waits_for_a_turn_already_running() -> None:
+    async with Harness([HANG, text_response("after")]) as h:
+        agent = h.agent("main")
+        agent.send([{"type": "text", "text": "before"}])
+        await running(h, agent)
+        chat = start_chat(h.ctx, {"oneTurnPerLine": True})
+        chat.keyboard.type("queued\r")
+        await chat.keyboard.drained()
+        assert turn_users(agent) == [["before"]]  # not steered into the running turn
+        agent.cancel()
+        chat.keyboard.close()
+        await chat.timer.armed.wait()
+        assert turn_users(agent) == [["before"], ["queued"]]
+
+
+async def test_one_turn_per_line_skips_lines_the_agent_does_not_take(caplog: pytest.LogCaptureFixture) -> None:
+    async with Harness([]) as h:
+        chat = start_chat(h.ctx, {"oneTurnPerLine": True})
+        with caplog.at_level(logging.ERROR):
+            chat.keyboard.type("nobody\r", "home\r")
+            await chat.keyboard.drained()
+        assert caplog.text.count('agent "main" is not running') == 2
+        chat.keyboard.close()
+        await chat.timer.armed.wait()

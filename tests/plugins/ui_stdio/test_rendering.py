@@ -163,3 +163,14 @@ async def test_ignores_session_events_it_does_not_render() -> None:
         await agent.when_idle()
         assert [e["type"] for e in agent.session.events] == ["turn/start", "context/message", "turn/end"]
         assert chat.output == BANNER
+
+
+async def test_a_steering_line_is_written_on_a_line_of_its_own_after_ending_a_reasoning_run() -> None:
+    from dsh.plugins.ui_stdio import Renderer
+
+    written: list[str] = []
+    renderer = Renderer(written.append)
+    renderer.chunk({"type": "reasoning-delta", "index": 0, "text": "hmm"})
+    steering = {"content": [{"type": "text", "text": "faster"}], "source": {"kind": "user"}}
+    renderer.session_event({"type": "steering/message", "seq": 0, "time": 0, "data": steering})  # type: ignore[typeddict-item]
+    assert "".join(written) == f"{DIM}hmm{RESET}\n  [steering] faster\n"

@@ -2,8 +2,10 @@
 
 Config (YAML keys in camelCase; the snake_case spellings are accepted too):
 
-* ``apiKey`` -- else ``$DEEPSEEK_API_KEY``; required (an empty key fails);
-* ``baseURL`` -- else ``$DEEPSEEK_BASE_URL``, else :data:`PUBLIC_BASE_URL`;
+* ``apiKey`` -- else the variable ``apiKeyEnv`` names (default ``DEEPSEEK_API_KEY``);
+  required (an empty key fails);
+* ``baseURL`` -- else the variable ``baseURLEnv`` names (default ``DEEPSEEK_BASE_URL``),
+  else :data:`PUBLIC_BASE_URL`;
 * ``models`` -- the model names to serve (default :data:`DEFAULT_MODELS`);
 * ``reasoning`` (``off`` | ``high`` | ``xhigh``) -- thinking mode for every request;
   omitted, thinking is enabled with the provider's default effort.
@@ -41,6 +43,8 @@ class Config(BaseModel):
 
     api_key: str | None = Field(default=None, alias="apiKey")
     base_url: str | None = Field(default=None, alias="baseURL")
+    api_key_env: str = Field(default=API_KEY_ENV, alias="apiKeyEnv")
+    base_url_env: str = Field(default=BASE_URL_ENV, alias="baseURLEnv")
     models: list[str] = Field(default_factory=lambda: list(DEFAULT_MODELS))
     reasoning: Reasoning | None = None
 
@@ -51,10 +55,10 @@ def apply(ctx: Context, config: Config) -> OpenAIAdapter:
     Raises ``LlmError`` code ``NO_API_KEY`` when no key is configured, before anything
     is registered.
     """
-    api_key = config.api_key if config.api_key is not None else os.environ.get(API_KEY_ENV)
+    api_key = config.api_key if config.api_key is not None else os.environ.get(config.api_key_env)
     if not api_key:
-        raise LlmError(f"{name}: an API key is required (Config.apiKey or ${API_KEY_ENV})", "NO_API_KEY")
-    base_url = config.base_url if config.base_url is not None else os.environ.get(BASE_URL_ENV)
+        raise LlmError(f"{name}: an API key is required (Config.apiKey or ${config.api_key_env})", "NO_API_KEY")
+    base_url = config.base_url if config.base_url is not None else os.environ.get(config.base_url_env)
     adapter = OpenAIAdapter(
         api_key,
         base_url if base_url is not None else PUBLIC_BASE_URL,

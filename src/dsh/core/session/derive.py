@@ -68,6 +68,23 @@ def derive_message(event: SessionEvent) -> Message | None:
     return None
 
 
+INTERRUPTED_NOTE = "[interrupted by the user]"
+"""What the model is told of a turn the user aborted before it answered (see :func:`interruption`)."""
+
+
+def interruption(event: SessionEvent, last_role: str | None) -> Message | None:
+    """The note an aborted ``turn/end`` contributes: an assistant message, when the history ends with the user's.
+
+    Without it, the next prompt would follow the aborted one as a second user
+    message in a row, with nothing saying the first went unanswered. A turn whose
+    partial answer was logged ends with that answer, which needs no note.
+    """
+    if event["type"] != "turn/end" or last_role != "user" or event["data"]["reason"].get("kind") != "aborted":
+        return None
+    note: TextBlock = {"type": "text", "text": INTERRUPTED_NOTE}
+    return {"role": "assistant", "content": [note]}
+
+
 def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     """Walk ``events`` in order and build the model-facing message list.
 
@@ -79,11 +96,13 @@ def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     * ``context/message`` / ``steering/message`` → user content wrapped in
       ``<context source="KIND">`` … ``</context>`` (resp. ``steering``), ``KIND`` being
       ``source.kind`` JSON-encoded
+    * ``turn/end`` of an aborted turn whose history ends with a user-role message →
+      the assistant note :data:`INTERRUPTED_NOTE` (:func:`interruption`)
     * anything else (boundaries, chunks, usage, errors, unknown types) → nothing.
     """
     messages: list[Message] = []
     for event in events:
-        message = derive_message(event)
+        message = derive_message(event) or interruption(event, messages[-1]["role"] if messages else None)
         if message is not None:
             messages.append(message)
     return messages
@@ -109,19 +128,21 @@ class Derivation:
     a fresh deep copy each time; the caller owns it.
     """
 
-    __slots__ = ("_covered", "_open", "_packed")
+    __slots__ = ("_covered", "_last_role", "_open", "_packed")
 
     def __init__(self) -> None:
         self._covered = 0
+        self._last_role: str | None = None
         self._packed: list[bytes | Message] = []  # a blob of small messages, or one large message
         self._open: list[Message] = []  # small messages not packed yet
 
     def messages(self, events: Sequence[SessionEvent]) -> list[Message]:
         """The derivation of ``events`` (see :func:`derive_messages`), as a fresh copy."""
         for event in events[self._covered :]:
-            message = derive_message(event)
+            message = derive_message(event) or interruption(event, self._last_role)
             if message is not None:
                 self._add(message)
+                self._last_role = message["role"]
         self._covered = len(events)
         out: list[Message] = []
         for segment in self._packed:

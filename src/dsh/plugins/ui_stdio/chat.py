@@ -7,22 +7,25 @@ front end (``dsh chat``) or a test binds its own.
 
 Input: each non-blank line (stripped) goes to the agent named by ``config.agent``:
 ``steer`` while it is ``running``, else ``send``. A line for a missing agent is logged
-and dropped.
+and dropped. With ``oneTurnPerLine`` (for input that is not a terminal: a pipe, a
+file) lines wait in order and each is sent as its own turn once the previous one has
+ended, instead of steering or joining it.
 
 Exit on end of input: when no line was ever submitted, exit(0) is scheduled at once;
 otherwise only after that agent was seen ``running`` and is ``idle`` again (a missing
-agent counts as settled). The exit runs :data:`EXIT_DELAY` seconds later, is scheduled
+agent counts as settled) and no line is waiting. The exit runs :data:`EXIT_DELAY` seconds later, is scheduled
 at most once, and never runs once the chat is disposed.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.core.agent import (
     AGENT_STATUS,
@@ -51,10 +54,11 @@ class StdioChatConfig(BaseModel):
     covers every agent.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     welcome: str = "ready."
     agent: str = "main"
+    one_turn_per_line: bool = Field(default=False, alias="oneTurnPerLine")
 
 
 class TextSink(Protocol):
@@ -134,6 +138,8 @@ class _StdioChat:
         self.submitted = False
         self.saw_running = False
         self.exit_timer: TimerHandle | None = None
+        self.waiting: deque[str] = deque()  # oneTurnPerLine: lines not sent yet
+        self.in_turn = False  # oneTurnPerLine: a sent line's turn has not ended yet
 
     def write(self, piece: str) -> None:
         output = self.runtime.output
@@ -187,11 +193,31 @@ class _StdioChat:
         content = line.strip()
         if not content or self.disposed:
             return
+        if self.config.one_turn_per_line:
+            self.waiting.append(content)
+            self.send_waiting()
+            return
+        self.submit(content)
+
+    def send_waiting(self) -> None:
+        """oneTurnPerLine: send the next waiting line unless a sent line's turn is still going."""
+        if self.in_turn or not self.waiting:
+            return
+        agent = self.agents.get(self.config.agent)
+        if agent is not None and agent.status == "running":  # a turn of its own: the line waits for its end
+            return
+        self.saw_running = False
+        self.in_turn = self.submit(self.waiting.popleft())
+        if not self.in_turn:
+            self.send_waiting()
+
+    def submit(self, content: str) -> bool:
+        """Give ``content`` to the agent (steer while running, else send); False when it was dropped."""
         agent_id = self.config.agent
         agent = self.agents.get(agent_id)
         if agent is None:
             self.ctx.logger.error('ui-stdio: agent "%s" is not running', agent_id)
-            return
+            return False
         self.submitted = True
         try:
             if agent.status == "running":
@@ -200,6 +226,8 @@ class _StdioChat:
                 agent.send([text(content)])
         except Exception as error:
             self.ctx.logger.error('ui-stdio: agent "%s" did not take the line: %s', agent_id, error)
+            return False
+        return True
 
     # --------------------------------------------------------------------- exit
     def on_status(self, agent: Agent, status: AgentStatus) -> None:
@@ -208,10 +236,13 @@ class _StdioChat:
         if status == "running":
             self.saw_running = True
         elif status == "idle":
+            if self.in_turn and self.saw_running:
+                self.in_turn = False
+            self.send_waiting()
             self.maybe_exit()
 
     def maybe_exit(self) -> None:
-        if self.disposed or not self.input_closed or self.exit_timer is not None:
+        if self.disposed or not self.input_closed or self.exit_timer is not None or self.in_turn:
             return
         if self.submitted:
             agent = self.agents.get(self.config.agent)

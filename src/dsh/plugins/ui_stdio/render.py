@@ -61,7 +61,11 @@ class Renderer:
         self._write(PROMPT)
 
     def session_event(self, event: SessionEvent) -> None:
-        """``session/event``: ``tool/call`` and ``tool/result`` lines; other events render nothing."""
+        """``session/event``: ``tool/call``, ``tool/result`` and ``steering/message`` lines; nothing else.
+
+        A steering line typed while the model streamed is shown again on a line of its
+        own when the turn takes it, apart from the model's text.
+        """
         kind = event["type"]
         data = event["data"]
         if kind == "tool/call":
@@ -69,6 +73,9 @@ class Renderer:
             self._write(f"\n  [tool call] {data['name']}({data['arguments']})")
         elif kind == "tool/result":
             self._write(f"\n  [tool result] {text_of(data['content'])}\n  ")
+        elif kind == "steering/message":
+            self._undim("")
+            self._write(f"\n  [steering] {text_of(data['content'])}\n")
 
     def _undim(self, after: str) -> None:
         if self._dim:
