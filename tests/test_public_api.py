@@ -417,8 +417,12 @@ FROZEN: dict[str, list[str]] = {
     "dsh.plugins": [],
     "dsh.plugins.bash_local": [
         "CHUNK_BYTES",
+        "DEFAULT_ENV_ALLOW",
+        "MODEL_FRIENDLY",
         "BashInternals",
+        "ChildEnv",
         "CollectorRead",
+        "EnvPolicy",
         "LocalBashConfig",
         "LocalBashExecutor",
         "OutputCollector",

@@ -453,3 +453,16 @@ def test_is_positive_finite() -> None:
     assert is_positive_finite(0.25)
     for value in (0, -1, float("nan"), float("inf"), True, "1", None):
         assert not is_positive_finite(value)
+
+
+async def test_config_env_allow_and_env_reach_commands_and_nothing_else(
+    load: LoadExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config: envAllow lets named (or PREFIX*) variables through, env sets fixed ones; the rest stays out"""
+    monkeypatch.setenv("DSH_PASSED", "p")
+    monkeypatch.setenv("DSH_GROUP_ONE", "g")
+    monkeypatch.setenv("DSH_HIDDEN", "h")
+    bash, _fiber = await load({"envAllow": ["DSH_PASSED", "DSH_GROUP_*"], "env": {"DSH_FIXED": "f"}})
+    command = 'echo "${DSH_PASSED:-}|${DSH_GROUP_ONE:-}|${DSH_FIXED:-}|${DSH_HIDDEN:-absent}"'
+    result = await bash.run(bash.resolve(BashExecRequest(command=command)))
+    assert result.stdout.text == "p|g|f|absent\n"

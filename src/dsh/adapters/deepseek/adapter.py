@@ -47,6 +47,7 @@ from dsh.adapters.deepseek.translate import StreamTranslator
 from dsh.adapters.http import HttpClient, HttpError, HttpResponse, InvalidUrlError, TlsSetupError
 from dsh.core.errors import LlmError, error_message
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
+from dsh.core.redact import redact_secrets, register_secret
 from dsh.kernel import AbortError, AbortSignal
 
 PUBLIC_BASE_URL = "https://api.deepseek.com"
@@ -95,7 +96,7 @@ async def _api_error(response: HttpResponse) -> LlmError:
     error = parsed.get("error") if isinstance(parsed, dict) else None
     detail = error.get("message") if isinstance(error, dict) else None
     if isinstance(detail, str):
-        message = detail
+        message = redact_secrets(detail)
     return LlmError(message, http_error_code(status), status)
 
 
@@ -323,6 +324,7 @@ class DeepSeekAdapter(LlmAdapter):
         client: HttpClient | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
     ) -> None:
+        register_secret(api_key)
         self.base_url = base_url
         self.models = tuple(models)
         self.defaults = RequestDefaults(thinking, reasoning_effort)

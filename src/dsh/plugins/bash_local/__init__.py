@@ -6,12 +6,12 @@ Load :class:`LocalBashExecutor` as a plugin to provide the ``bash`` service::
 """
 
 from dsh.plugins.bash_local.collector import CollectorRead, OutputCollector, default_spill_dir
+from dsh.plugins.bash_local.env import DEFAULT_ENV_ALLOW, MODEL_FRIENDLY, ChildEnv, EnvPolicy, child_env
 from dsh.plugins.bash_local.executor import LocalBashConfig, LocalBashExecutor, is_positive_finite
 from dsh.plugins.bash_local.process import (
     CHUNK_BYTES,
     BashInternals,
     RunningBash,
-    child_env,
     kill_group,
     run_bash,
     signal_name,
@@ -19,8 +19,12 @@ from dsh.plugins.bash_local.process import (
 
 __all__ = [
     "CHUNK_BYTES",
+    "DEFAULT_ENV_ALLOW",
+    "MODEL_FRIENDLY",
     "BashInternals",
+    "ChildEnv",
     "CollectorRead",
+    "EnvPolicy",
     "LocalBashConfig",
     "LocalBashExecutor",
     "OutputCollector",

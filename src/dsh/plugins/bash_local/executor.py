@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from dsh.core.bash import BashExecRequest, BashExecSpec, BashExecutor, BashRunResult, BashTask, BashTaskRead
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal, Context
+from dsh.plugins.bash_local.env import ChildEnv, EnvPolicy
 from dsh.plugins.bash_local.process import BashInternals, RunningBash, run_bash
 
 
@@ -32,6 +33,9 @@ class LocalBashConfig(BaseModel):
     ``cwd`` is the default workdir (the process's working directory at resolve time
     when absent); ``timeoutMs`` the default foreground timeout, capped by
     ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream.
+    ``envAllow`` names more variables of dsh's environment that commands inherit
+    (exact names, or ``PREFIX*``) beyond the built-in allowlist; ``env`` sets fixed
+    values. Nothing else of dsh's environment reaches a command.
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
@@ -40,6 +44,8 @@ class LocalBashConfig(BaseModel):
     timeout_ms: float = Field(120_000, alias="timeoutMs")
     max_timeout_ms: float = Field(600_000, alias="maxTimeoutMs")
     max_output_bytes: float = Field(64_000, alias="maxOutputBytes")
+    env_allow: tuple[str, ...] = Field((), alias="envAllow")
+    env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", mode="before")
     @classmethod
@@ -76,6 +82,7 @@ class LocalBashExecutor(BashExecutor):
         self.config = config
         self.internals = BashInternals()
         self._max_bytes = math.ceil(config.max_output_bytes)
+        self.child_env = ChildEnv(EnvPolicy(config.env_allow, config.env))
         self._tasks: dict[str, _TaskEntry] = {}
         self._count = 0
         self._processes: set[RunningBash] = set()
@@ -130,6 +137,7 @@ class LocalBashExecutor(BashExecutor):
             max_output_bytes=self._max_bytes,
             signal=signal,
             internals=self.internals,
+            env=self.child_env,
         )
         self._processes.add(process)
         process.add_close_callback(self._processes.discard)

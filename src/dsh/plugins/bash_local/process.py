@@ -13,8 +13,8 @@ only: one per pipe, and one on a pidfd that turns readable when the process exit
 subprocess support, whose child watcher (on 3.11) starts a thread per process and
 which gives each pipe a transport, a protocol and a stream reader. Where pidfds are
 unavailable (not Linux, or a kernel before 5.3) a worker thread waits for the exit
-instead. The scrubbed environment and the path of ``bash`` are computed once per
-state of ``os.environ``, not per command.
+instead. The environment (see :mod:`dsh.plugins.bash_local.env`) and the path of
+``bash`` are computed once per state of ``os.environ``, not per command.
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ import asyncio
 import contextlib
 import errno
 import os
-import re
-import shutil
 import signal as signals
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -35,72 +33,13 @@ from dsh.core.bash import BashRunResult
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal
 from dsh.plugins.bash_local.collector import OutputCollector
+from dsh.plugins.bash_local.env import ChildEnv
 
 CHUNK_BYTES = 64 * 1024
 """The most read from a pipe at once."""
 
-_CREDENTIAL_NAME = re.compile("KEY|SECRET|TOKEN", re.IGNORECASE)
-_MODEL_FRIENDLY = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-
-
-def child_env(parent: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a command: ``parent`` (default: ours) minus credentials.
-
-    Variables whose name contains KEY, SECRET or TOKEN (any case) are dropped, and
-    colors and pagers are switched off (``NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat``).
-    Returns a new dict the caller owns.
-    """
-    if parent is None:
-        return dict(_launch.current()[0])
-    return _scrub(parent)
-
-
-def _scrub(source: Mapping[str, str]) -> dict[str, str]:
-    env = {name: value for name, value in source.items() if not _CREDENTIAL_NAME.search(name)}
-    env.update(_MODEL_FRIENDLY)
-    return env
-
-
-class _Launch:
-    """What every command starts with: the scrubbed ``os.environ`` and the ``bash`` on its PATH.
-
-    Both are kept until ``os.environ`` changes. Scrubbing costs tens of microseconds;
-    noticing a change costs one dict comparison with the table CPython keeps behind
-    ``os.environ`` (``os.environ._data``; any other mapping is copied and compared
-    whole). ``bash`` is None when it is not on PATH (the spawn then fails the usual
-    way, naming ``bash``) or PATH has relative entries (the spawn searches it).
-    """
-
-    def __init__(self) -> None:
-        self._seen: dict[Any, Any] | None = None
-        self._env: dict[str, str] = {}
-        self._bash: str | None = None
-
-    def current(self) -> tuple[dict[str, str], str | None]:
-        """The environment (shared: never mutate it) and the path of ``bash`` (or None)."""
-        environ = os.environ
-        table = getattr(environ, "_data", None)
-        if not isinstance(table, dict):
-            table = dict(environ)
-        if table != self._seen:
-            self._env = _scrub(environ)
-            self._bash = _absolute_bash(self._env.get("PATH", os.defpath))
-            self._seen = dict(table)
-        return self._env, self._bash
-
-
-def _absolute_bash(path: str) -> str | None:
-    """``bash`` as found on ``path``, or None when the search must be left to the spawn.
-
-    A relative (or empty) entry means a directory relative to the command's
-    workdir, which only the spawn itself knows: then nothing is resolved ahead.
-    """
-    if not all(os.path.isabs(entry) for entry in path.split(os.pathsep)):
-        return None
-    return shutil.which("bash", path=path)
-
-
-_launch = _Launch()
+_DEFAULT_ENV = ChildEnv()
+"""The environment of commands started without a policy of their own."""
 
 
 def kill_group(pid: int, sig: int) -> None:
@@ -149,6 +88,7 @@ def run_bash(
     max_output_bytes: int,
     signal: AbortSignal | None = None,
     internals: BashInternals | None = None,
+    env: ChildEnv | None = None,
 ) -> RunningBash:
     """Start ``bash -c command`` in ``cwd`` and return the handle at once.
 
@@ -159,7 +99,8 @@ def run_bash(
     if signal is not None and signal.aborted:
         reason = signal.reason if signal.reason is not None else "aborted"
         raise HarnessError(f"aborted before spawn: {reason}", "ABORTED")
-    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, internals or BashInternals())
+    launch = env if env is not None else _DEFAULT_ENV
+    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, internals or BashInternals(), launch)
 
 
 class RunningBash:
@@ -179,7 +120,9 @@ class RunningBash:
         max_output_bytes: int,
         signal: AbortSignal | None,
         internals: BashInternals,
+        env: ChildEnv,
     ) -> None:
+        self._env = env
         self.stdout = OutputCollector(max_output_bytes, "stdout", internals.spill_dir)
         self.stderr = OutputCollector(max_output_bytes, "stderr", internals.spill_dir)
         self.pid: int | None = None
@@ -255,7 +198,7 @@ class RunningBash:
 
     async def _main(self, command: str, cwd: str, timeout_ms: float) -> BashRunResult:
         try:
-            process = _spawn(command, cwd)
+            process = _spawn(command, cwd, self._env)
         except (OSError, ValueError) as error:
             self._settle()
             self._spawned.set_result(None)
@@ -297,13 +240,13 @@ class RunningBash:
         )
 
 
-def _spawn(command: str, cwd: str) -> subprocess.Popen[bytes]:
+def _spawn(command: str, cwd: str, launch: ChildEnv) -> subprocess.Popen[bytes]:
     """Start ``bash -c command`` in its own session, stdin from /dev/null, output piped.
 
     Synchronous (fork and exec, as asyncio's subprocess support does too); raises
     ``OSError`` when bash or ``cwd`` cannot be used and ``ValueError`` for a NUL.
     """
-    env, bash = _launch.current()
+    env, bash = launch.current()
     return subprocess.Popen(
         ["bash", "-c", command],
         executable=bash,
