@@ -15,6 +15,7 @@ from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal, Context
 from dsh.plugins.bash_local.env import ChildEnv, EnvPolicy
 from dsh.plugins.bash_local.process import BashInternals, RunningBash, run_bash
+from dsh.plugins.bash_local.reaper import Reaper
 
 
 def is_positive_finite(value: object) -> bool:
@@ -67,11 +68,14 @@ class _TaskEntry:
 class LocalBashExecutor(BashExecutor):
     """Runs ``bash -c`` per call, each in its own process group.
 
-    Background tasks get ids ``bash-1``, ``bash-2``, … per executor. Disposing the
-    plugin's fiber kills every process still running (foreground runs included) and
-    returns only once they have all exited, SIGKILL escalation included; completions
-    caused by that teardown are not announced. ``internals`` is the test seam
-    (SIGKILL grace, spill directory).
+    Background tasks get ids ``bash-1``, ``bash-2``, … per executor. The executor owns
+    every process group it started until the group is gone: what a finished command
+    left running (``cmd &``) is killed at disposal or by :meth:`kill_all`, and a
+    :class:`Reaper` kills it all if dsh itself dies without cleaning up (SIGKILL).
+    Disposing the plugin's fiber kills every process still running (foreground runs
+    included) and returns only once they have all exited, SIGKILL escalation included;
+    completions caused by that teardown are not announced. ``internals`` is the test
+    seam (SIGKILL grace, pipe grace, spill directory).
     """
 
     name = "bash-local"
@@ -86,6 +90,8 @@ class LocalBashExecutor(BashExecutor):
         self._tasks: dict[str, _TaskEntry] = {}
         self._count = 0
         self._processes: set[RunningBash] = set()
+        self._lingering: set[RunningBash] = set()
+        self.reaper = Reaper()
         self._watchers: set[asyncio.Task[None]] = set()
         self._disposed = False
         ctx.effect(lambda: self._teardown, "bash-local teardown")
@@ -130,6 +136,7 @@ class LocalBashExecutor(BashExecutor):
     def _launch(self, command: str, workdir: str, timeout_ms: float, signal: AbortSignal | None) -> RunningBash:
         if self._disposed:
             raise HarnessError("bash-local is disposed: load the bash-local plugin again to run commands", "DISPOSED")
+        self._prune()
         process = run_bash(
             command,
             cwd=workdir,
@@ -138,10 +145,21 @@ class LocalBashExecutor(BashExecutor):
             signal=signal,
             internals=self.internals,
             env=self.child_env,
+            reaper=self.reaper,
         )
         self._processes.add(process)
-        process.add_close_callback(self._processes.discard)
+        process.add_close_callback(self._on_closed)
         return process
+
+    def _on_closed(self, process: RunningBash) -> None:
+        self._processes.discard(process)
+        if process.lingering:
+            self._lingering.add(process)
+
+    def _prune(self) -> None:
+        for process in [process for process in self._lingering if not process.lingering]:
+            self._lingering.discard(process)
+            process.release()
 
     async def _finish(self, entry: _TaskEntry) -> None:
         task = entry.task
@@ -204,7 +222,29 @@ class LocalBashExecutor(BashExecutor):
         entry.process.kill()
         return True
 
+    @property
+    def owned_groups(self) -> int:
+        """How many process groups the executor still owns: running commands plus what
+        finished commands left running (counted until the next command notices it is gone)."""
+        return len(self._processes) + len(self._lingering)
+
     # ---------------------------------------------------------------- teardown
+    def kill_all(self) -> int:
+        """SIGKILL every process group this executor still owns, at once (for signal handlers).
+
+        Synchronous and never raises; running commands then close as killed (their
+        results and task completions, status ``killed``, follow as usual). Returns how
+        many groups were hit.
+        """
+        owned = [*self._processes, *self._lingering]
+        self._lingering.clear()
+        for entry in self._tasks.values():
+            if entry.task.status == "running":
+                entry.task.status = "killed"
+        for process in owned:
+            process.release()
+        return len(owned)
+
     async def _teardown(self) -> None:
         self._disposed = True
         for entry in self._tasks.values():
@@ -217,3 +257,7 @@ class LocalBashExecutor(BashExecutor):
         waits: list[Any] = [process.wait_closed() for process in processes]
         waits.extend(self._watchers)
         await asyncio.gather(*waits)
+        for process in [*processes, *self._lingering]:
+            process.release()
+        self._lingering.clear()
+        self.reaper.close()

@@ -27,16 +27,15 @@ import signal as signals
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from dsh.core.bash import BashRunResult
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal
 from dsh.plugins.bash_local.collector import OutputCollector
 from dsh.plugins.bash_local.env import ChildEnv
-
-CHUNK_BYTES = 64 * 1024
-"""The most read from a pipe at once."""
+from dsh.plugins.bash_local.reaper import Reaper
+from dsh.plugins.bash_local.watch import PipeWatch, pipe_holders
 
 _DEFAULT_ENV = ChildEnv()
 """The environment of commands started without a policy of their own."""
@@ -60,9 +59,14 @@ def signal_name(number: int) -> str:
 
 @dataclass
 class BashInternals:
-    """Knobs tests turn: the SIGTERM→SIGKILL grace and where spill files go."""
+    """Knobs tests turn: the SIGTERM→SIGKILL grace, the pipe grace and where spill files go.
+
+    ``pipe_grace_ms`` is how long a command's result waits, after bash has exited, for
+    pipes that something else (a background or escaped grandchild) still holds open.
+    """
 
     grace_ms: float = 3000
+    pipe_grace_ms: float = 500
     spill_dir: str | None = None
 
 
@@ -89,10 +93,13 @@ def run_bash(
     signal: AbortSignal | None = None,
     internals: BashInternals | None = None,
     env: ChildEnv | None = None,
+    reaper: Reaper | None = None,
 ) -> RunningBash:
     """Start ``bash -c command`` in ``cwd`` and return the handle at once.
 
-    ``timeout_ms`` of 0 means no timeout. Raises synchronously (nothing spawned) when
+    ``timeout_ms`` of 0 means no timeout. ``env`` decides the environment (default: the
+    built-in allowlist); ``reaper`` (optional) is told about the process group so it
+    dies with dsh. Raises synchronously (nothing spawned) when
     ``signal`` has already fired; spawn failures surface through
     :attr:`RunningBash.done` instead. Must be called with a running event loop.
     """
@@ -100,16 +107,21 @@ def run_bash(
         reason = signal.reason if signal.reason is not None else "aborted"
         raise HarnessError(f"aborted before spawn: {reason}", "ABORTED")
     launch = env if env is not None else _DEFAULT_ENV
-    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, internals or BashInternals(), launch)
+    knobs = internals or BashInternals()
+    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, knobs, launch, reaper)
 
 
 class RunningBash:
-    """A started command. The handle owns the process until it has closed.
+    """A started command. The handle owns the process group until it is released.
 
-    The process *closes* when it has exited and both pipes have reached EOF (a
-    grandchild holding a pipe open delays it). Nothing needs to be awaited for the
-    process to be reaped; if the event loop cancels the watcher (shutdown), the group
-    is SIGKILLed and reaped before the cancellation proceeds.
+    The process *closes* when bash has exited and both pipes have reached EOF, or the
+    pipe grace has passed since the exit (a grandchild holding a pipe open does not
+    hold the result). After a stop, closing also SIGKILLs the group and every process
+    still holding its pipes (an escaped ``setsid`` grandchild). After a normal exit,
+    background members of the group may live on (``cmd &``): :attr:`lingering` tells,
+    and :meth:`release` kills them. Nothing needs to be awaited for the process to be
+    reaped; if the event loop cancels the watcher (shutdown), everything is killed and
+    reaped before the cancellation proceeds.
     """
 
     def __init__(
@@ -121,8 +133,13 @@ class RunningBash:
         signal: AbortSignal | None,
         internals: BashInternals,
         env: ChildEnv,
+        reaper: Reaper | None = None,
     ) -> None:
         self._env = env
+        self._reaper = reaper
+        self._pipe_grace_s = internals.pipe_grace_ms / 1000
+        self._watch: PipeWatch | None = None
+        self._released = False
         self.stdout = OutputCollector(max_output_bytes, "stdout", internals.spill_dir)
         self.stderr = OutputCollector(max_output_bytes, "stderr", internals.spill_dir)
         self.pid: int | None = None
@@ -162,6 +179,43 @@ class RunningBash:
     def add_close_callback(self, callback: Callable[[RunningBash], object]) -> None:
         """Call ``callback(self)`` once the process has closed or failed to spawn."""
         self._task.add_done_callback(lambda _task: callback(self))
+
+    @property
+    def lingering(self) -> bool:
+        """True while something of the command may still run: not closed, a pipe still
+        held open, or its process group still has members; False once released."""
+        if self._released or self.pid is None:
+            return False
+        if not self._closed or (self._watch is not None and self._watch.draining):
+            return True
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # pragma: no cover - EPERM: the group id now belongs to another user
+            return False
+        return True
+
+    def release(self) -> None:
+        """SIGKILL what is left of the command (its group, the holders of its pipes) and
+        close the pipes; idempotent, never raises. Use after :attr:`done` (or to stop
+        everything at once, e.g. on a termination signal)."""
+        if self._released:
+            return
+        pid = self.pid
+        if pid is None:  # not spawned yet (or never will be): stopped as soon as it exists
+            self.kill()
+            return
+        self._released = True
+        kill_group(pid, signals.SIGKILL)
+        watch = self._watch
+        if watch is not None and watch.draining:
+            for holder in pipe_holders(watch.inodes):
+                with contextlib.suppress(OSError):
+                    os.kill(holder, signals.SIGKILL)
+            watch.close_pipes()
+        if self._reaper is not None:
+            self._reaper.unregister(pid)
 
     def kill(self) -> None:
         """Stop the command: SIGTERM to its group now, SIGKILL after the grace.
@@ -205,13 +259,16 @@ class RunningBash:
             raise _spawn_error(error, cwd) from error
         pid = self.pid = process.pid
         self._spawned.set_result(pid)
+        assert process.stdout is not None  # piped above
+        assert process.stderr is not None  # piped above
+        pipes = ((process.stdout, self.stdout), (process.stderr, self.stderr))
+        watch = self._watch = PipeWatch(self._loop, process, pipes, self._pipe_grace_s)
+        if self._reaper is not None:
+            self._reaper.register(pid, watch.inodes)
         if self._stopping:
             self._terminate(pid)
         elif timeout_ms > 0:
             self._timers.append(self._loop.call_later(timeout_ms / 1000, self._on_timeout))
-        assert process.stdout is not None  # piped above
-        assert process.stderr is not None  # piped above
-        watch = _Watch(self._loop, process, ((process.stdout, self.stdout), (process.stderr, self.stderr)))
         try:
             await asyncio.shield(watch.closed)
         except asyncio.CancelledError:
@@ -220,13 +277,14 @@ class RunningBash:
             # loop callbacks, not tasks, so a shutdown does not stop them).
             kill_group(pid, signals.SIGKILL)
             await asyncio.shield(watch.closed)
+            self.release()
             self.stdout.finalize()
             self.stderr.finalize()
             raise
         finally:
             self._settle()
-        if self._stopping:
-            kill_group(pid, signals.SIGKILL)
+        if self._stopping or not self.lingering:
+            self.release()
         code = process.returncode
         assert code is not None  # reaped before closed resolved
         return BashRunResult(
@@ -257,62 +315,6 @@ def _spawn(command: str, cwd: str, launch: ChildEnv) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-
-
-class _Watch:
-    """Drains a started process's pipes into collectors and reaps it, from loop callbacks only.
-
-    :attr:`closed` resolves once every pipe has reached end of file (a read error
-    counts as its end; the pipe is then closed) and the process has exited and been
-    reaped (``process.returncode`` is set). Nothing here is a task, so nothing is
-    cancelled when the loop shuts down: the watch runs as long as the loop does.
-    """
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        process: subprocess.Popen[bytes],
-        pipes: tuple[tuple[IO[bytes], OutputCollector], ...],
-    ) -> None:
-        self.closed: asyncio.Future[None] = loop.create_future()
-        self._loop = loop
-        self._process = process
-        self._pending = len(pipes) + 1
-        for pipe, collector in pipes:
-            loop.add_reader(pipe.fileno(), self._read, pipe, collector)
-        try:
-            pidfd = os.pidfd_open(process.pid)
-        except (AttributeError, OSError):  # no pidfds on this system: a worker thread waits
-            loop.run_in_executor(None, process.wait).add_done_callback(self._waited)
-        else:
-            loop.add_reader(pidfd, self._exited, pidfd)
-
-    def _read(self, pipe: IO[bytes], collector: OutputCollector) -> None:
-        fd = pipe.fileno()
-        try:
-            chunk = os.read(fd, CHUNK_BYTES)  # the loop saw it readable: this does not block
-        except OSError:
-            chunk = b""
-        if chunk:
-            collector.push(chunk)
-            return
-        self._loop.remove_reader(fd)
-        pipe.close()
-        self._part_done()
-
-    def _exited(self, pidfd: int) -> None:
-        self._loop.remove_reader(pidfd)
-        os.close(pidfd)
-        self._process.poll()
-        self._part_done()
-
-    def _waited(self, _wait: asyncio.Future[int]) -> None:
-        self._part_done()
-
-    def _part_done(self) -> None:
-        self._pending -= 1
-        if self._pending == 0:
-            self.closed.set_result(None)
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

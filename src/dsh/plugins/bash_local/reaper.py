@@ -1,0 +1,110 @@
+"""A watchdog that kills the commands of a dsh process that died without cleaning up.
+
+dsh may be SIGKILLed (or crash) while commands run; their process groups would live on.
+:class:`Reaper` starts, on first use, one small helper process (in its own session, so
+terminal signals do not reach it) and tells it over a pipe which process groups are
+live, with the inodes of their output pipes. When dsh dies, the kernel closes that pipe;
+the helper reads end of file, SIGKILLs every group still registered and every process
+still holding one of their pipes (grandchildren that left the group with ``setsid``),
+and exits. Closing the reaper normally (:meth:`Reaper.close`) unregisters nothing: the
+owner kills or unregisters its groups first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from typing import IO
+
+REAPER_SOURCE = """
+import os, signal, sys
+groups = {}
+for line in sys.stdin:
+    words = line.split()
+    if len(words) >= 2 and words[0] == "+":
+        groups[int(words[1])] = words[2:]
+    elif len(words) == 2 and words[0] == "-":
+        groups.pop(int(words[1]), None)
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+wanted = {"pipe:[%s]" % inode for inodes in groups.values() for inode in inodes}
+if wanted:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in wanted:
+                    os.kill(int(pid), signal.SIGKILL)
+                    break
+            except OSError:
+                pass
+"""
+"""The helper's program (run with ``python -I -S -c``): read registrations until EOF, then kill."""
+
+
+class Reaper:
+    """The watchdog of one owner (a ``bash-local`` executor); see the module docstring.
+
+    Registration is best effort: if the helper cannot be started or has died, commands
+    still run, only without the SIGKILL-of-dsh guarantee. Never raises.
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pipe: IO[bytes] | None = None
+        self._broken = False
+
+    @property
+    def pid(self) -> int | None:
+        """The helper's pid once started."""
+        return self._process.pid if self._process is not None else None
+
+    def register(self, pgid: int, inodes: tuple[int, ...]) -> None:
+        """Kill group ``pgid`` and the holders of pipes ``inodes`` if dsh dies."""
+        self._send(f"+ {pgid} {' '.join(map(str, inodes))}\n")
+
+    def unregister(self, pgid: int) -> None:
+        """Forget ``pgid`` (its group is gone or has been killed)."""
+        if self._process is not None:
+            self._send(f"- {pgid}\n")
+
+    def close(self) -> None:
+        """Let the helper exit (it kills what is still registered) and reap it; idempotent."""
+        process, self._process = self._process, None
+        pipe, self._pipe = self._pipe, None
+        if process is None or pipe is None:
+            return
+        with contextlib.suppress(OSError):
+            pipe.close()
+        process.wait()
+
+    def _send(self, line: str) -> None:
+        if self._broken:
+            return
+        try:
+            if self._pipe is None:
+                self._start()
+            assert self._pipe is not None  # set by _start
+            self._pipe.write(line.encode())
+            self._pipe.flush()
+        except OSError:
+            self._broken = True
+
+    def _start(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", REAPER_SOURCE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._pipe = self._process.stdin
