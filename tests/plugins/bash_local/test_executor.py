@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -466,3 +467,18 @@ async def test_config_env_allow_and_env_reach_commands_and_nothing_else(
     command = 'echo "${DSH_PASSED:-}|${DSH_GROUP_ONE:-}|${DSH_FIXED:-}|${DSH_HIDDEN:-absent}"'
     result = await bash.run(bash.resolve(BashExecRequest(command=command)))
     assert result.stdout.text == "p|g|f|absent\n"
+
+
+async def test_spills_go_to_a_private_directory_that_disposal_removes(root: Context) -> None:
+    """the executor spills into its own 0700 directory (capped by maxSpillBytes) and removes it when unloaded"""
+    fiber = await root.plugin(LocalBashExecutor, {"maxOutputBytes": 10, "maxSpillBytes": 100})
+    bash = unwrap(root[BASH])
+    assert isinstance(bash, LocalBashExecutor)
+    assert stat.S_IMODE(os.stat(bash.spill_dir).st_mode) == 0o700
+    result = await bash.run(bash.resolve(BashExecRequest(command="printf 'z%.0s' $(seq 1 300)")))
+    path = result.stdout.spill_path
+    assert path is not None
+    assert os.path.dirname(path) == bash.spill_dir
+    assert (os.path.getsize(path), result.stdout.spill_truncated) == (100, True)
+    await fiber.dispose()
+    assert not os.path.exists(bash.spill_dir)

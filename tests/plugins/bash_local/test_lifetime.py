@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dsh.core.bash import BashExecRequest
 from dsh.kernel import AbortController
 from dsh.plugins.bash_local import Reaper, pipe_holders
@@ -170,3 +172,12 @@ async def test_kill_all_before_the_spawn_stops_the_command_once_it_exists(load: 
     assert bash.kill_all() == 1
     await task.done
     assert (task.status, task.signal) == ("killed", "SIGTERM")
+
+
+def test_a_reaper_that_cannot_start_leaves_commands_unwatched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """no helper (no interpreter to run it): registration quietly does nothing"""
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    reaper = Reaper()
+    reaper.register(2**22 + 3, ())
+    assert reaper.pid is None
+    reaper.close()

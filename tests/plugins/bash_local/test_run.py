@@ -710,3 +710,18 @@ async def test_a_pipe_that_fails_to_read_counts_as_closed(tmp_path: Path, monkey
     result = await run("echo out; echo err >&2", tmp_path)
     assert (result.stdout.text, result.stderr.text) == ("", "err\n")
     assert spawned[0].stdout.closed
+
+
+def test_a_capped_spill_file_keeps_the_beginning_and_says_so(tmp_path: Path) -> None:
+    """(extra) max_spill_bytes: the spill file stops growing at the cap and the output reports it"""
+    collector = OutputCollector(4, "stdout", str(tmp_path), max_spill_bytes=10)
+    collector.push(b"012345")
+    collector.push(b"6789abcdef")
+    collector.push(b"ghij")
+    out = collector.finalize()
+    assert out.spill_path is not None
+    assert file_bytes(out.spill_path) == b"0123456789"
+    assert (out.text, out.truncated, out.spill_truncated) == ("ghij", True, True)
+    roomy = OutputCollector(4, "stdout", str(tmp_path), max_spill_bytes=100)
+    roomy.push(b"0123456789")
+    assert roomy.finalize().spill_truncated is False

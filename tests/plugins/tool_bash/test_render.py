@@ -94,6 +94,10 @@ def test_notes_truncation_with_a_fallback_when_the_spill_path_is_missing() -> No
     assert missing == "tail\n\n[output truncated; full output: (unavailable)]"
     kept = render_result(result(stdout_output=out("tail", truncated=True, spill_path="/tmp/all.log"), exit_code=2))
     assert kept == "tail\n[output truncated; full output: /tmp/all.log]\n[exit code: 2]"
+    capped = CollectedOutput(text="tail", truncated=True, spill_path="/tmp/head.log", spill_truncated=True)
+    assert render_result(result(stdout_output=capped)) == (
+        "tail\n[output truncated; the beginning of it (up to the size cap): /tmp/head.log]"
+    )
 
 
 def test_an_unknown_exit_code_without_a_signal_renders_as_null() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +35,9 @@ class LocalBashConfig(BaseModel):
 
     ``cwd`` is the default workdir (the process's working directory at resolve time
     when absent); ``timeoutMs`` the default foreground timeout, capped by
-    ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream.
+    ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream;
+    ``maxSpillBytes`` the size cap of each spill file (the whole stream of a long
+    output, kept in a directory of the executor's own that disposal removes).
     ``envAllow`` names more variables of dsh's environment that commands inherit
     (exact names, or ``PREFIX*``) beyond the built-in allowlist; ``env`` sets fixed
     values. Nothing else of dsh's environment reaches a command.
@@ -45,10 +49,11 @@ class LocalBashConfig(BaseModel):
     timeout_ms: float = Field(120_000, alias="timeoutMs")
     max_timeout_ms: float = Field(600_000, alias="maxTimeoutMs")
     max_output_bytes: float = Field(64_000, alias="maxOutputBytes")
+    max_spill_bytes: float = Field(100_000_000, alias="maxSpillBytes")
     env_allow: tuple[str, ...] = Field((), alias="envAllow")
     env: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", mode="before")
+    @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", "max_spill_bytes", mode="before")
     @classmethod
     def _positive_finite(cls, value: object, info: ValidationInfo) -> object:
         if not is_positive_finite(value):
@@ -75,7 +80,8 @@ class LocalBashExecutor(BashExecutor):
     Disposing the plugin's fiber kills every process still running (foreground runs
     included) and returns only once they have all exited, SIGKILL escalation included;
     completions caused by that teardown are not announced. ``internals`` is the test
-    seam (SIGKILL grace, pipe grace, spill directory).
+    seam (SIGKILL grace, pipe grace, spill directory). Spill files go to :attr:`spill_dir`,
+    a private directory (0700) the executor creates and removes at disposal.
     """
 
     name = "bash-local"
@@ -84,7 +90,8 @@ class LocalBashExecutor(BashExecutor):
     def __init__(self, ctx: Context, config: LocalBashConfig) -> None:
         super().__init__(ctx)
         self.config = config
-        self.internals = BashInternals()
+        self.spill_dir = tempfile.mkdtemp(prefix="dsh-bash-")
+        self.internals = BashInternals(spill_dir=self.spill_dir, max_spill_bytes=math.ceil(config.max_spill_bytes))
         self._max_bytes = math.ceil(config.max_output_bytes)
         self.child_env = ChildEnv(EnvPolicy(config.env_allow, config.env))
         self._tasks: dict[str, _TaskEntry] = {}
@@ -261,3 +268,4 @@ class LocalBashExecutor(BashExecutor):
             process.release()
         self._lingering.clear()
         self.reaper.close()
+        shutil.rmtree(self.spill_dir, ignore_errors=True)

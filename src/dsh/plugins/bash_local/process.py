@@ -59,15 +59,18 @@ def signal_name(number: int) -> str:
 
 @dataclass
 class BashInternals:
-    """Knobs tests turn: the SIGTERM→SIGKILL grace, the pipe grace and where spill files go.
+    """How commands are stopped and spilled: the SIGTERM→SIGKILL grace, the pipe grace,
+    where spill files go and how large each may grow (None: unbounded).
 
     ``pipe_grace_ms`` is how long a command's result waits, after bash has exited, for
     pipes that something else (a background or escaped grandchild) still holds open.
+    The executor fills ``spill_dir`` and ``max_spill_bytes``; tests turn the rest.
     """
 
     grace_ms: float = 3000
     pipe_grace_ms: float = 500
     spill_dir: str | None = None
+    max_spill_bytes: int | None = None
 
 
 def _spawn_error(error: OSError | ValueError, cwd: str) -> HarnessError:
@@ -140,8 +143,9 @@ class RunningBash:
         self._pipe_grace_s = internals.pipe_grace_ms / 1000
         self._watch: PipeWatch | None = None
         self._released = False
-        self.stdout = OutputCollector(max_output_bytes, "stdout", internals.spill_dir)
-        self.stderr = OutputCollector(max_output_bytes, "stderr", internals.spill_dir)
+        spill = (internals.spill_dir, internals.max_spill_bytes)
+        self.stdout = OutputCollector(max_output_bytes, "stdout", *spill)
+        self.stderr = OutputCollector(max_output_bytes, "stderr", *spill)
         self.pid: int | None = None
         self.timed_out = False
         self.aborted = False
@@ -251,6 +255,8 @@ class RunningBash:
             self._unsubscribe()
 
     async def _main(self, command: str, cwd: str, timeout_ms: float) -> BashRunResult:
+        if self._reaper is not None:
+            self._reaper.prepare()
         try:
             process = _spawn(command, cwd, self._env)
         except (OSError, ValueError) as error:

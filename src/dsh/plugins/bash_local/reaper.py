@@ -68,6 +68,15 @@ class Reaper:
         """The helper's pid once started."""
         return self._process.pid if self._process is not None else None
 
+    def prepare(self) -> None:
+        """Start the helper now (call it before spawning, so that registering right after
+        the spawn is a single write: no window in which dsh could die unwatched)."""
+        if self._pipe is None and not self._broken:
+            try:
+                self._start()
+            except OSError:
+                self._broken = True
+
     def register(self, pgid: int, inodes: tuple[int, ...]) -> None:
         """Kill group ``pgid`` and the holders of pipes ``inodes`` if dsh dies."""
         self._send(f"+ {pgid} {' '.join(map(str, inodes))}\n")
@@ -78,7 +87,10 @@ class Reaper:
             self._send(f"- {pgid}\n")
 
     def close(self) -> None:
-        """Let the helper exit (it kills what is still registered) and reap it; idempotent."""
+        """Let the helper exit (it kills what is still registered) and reap it; idempotent.
+
+        A closed reaper stays closed: later registrations are no-ops."""
+        self._broken = True
         process, self._process = self._process, None
         pipe, self._pipe = self._pipe, None
         if process is None or pipe is None:
@@ -88,12 +100,10 @@ class Reaper:
         process.wait()
 
     def _send(self, line: str) -> None:
-        if self._broken:
+        self.prepare()
+        if self._pipe is None or self._broken:
             return
         try:
-            if self._pipe is None:
-                self._start()
-            assert self._pipe is not None  # set by _start
             self._pipe.write(line.encode())
             self._pipe.flush()
         except OSError:
