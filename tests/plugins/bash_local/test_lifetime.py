@@ -181,3 +181,31 @@ def test_a_reaper_that_cannot_start_leaves_commands_unwatched(monkeypatch: pytes
     reaper.register(2**22 + 3, ())
     assert reaper.pid is None
     reaper.close()
+
+
+async def test_disposal_kills_every_group_it_owns_and_the_watchdog(load: LoadExecutor, handshake: Handshake) -> None:
+    """disposing the executor: running tasks, their stubborn and escaped grandchildren, and jobs that finished
+    commands left behind without pipes all die; the watchdog exits too"""
+    bash, fiber = await load()
+    left = await bash.run(bash.resolve(BashExecRequest("sleep 100 >/dev/null 2>&1 & echo $!")))
+    (left_pid,) = map(int, left.stdout.text.split())
+    task = bash.start(
+        bash.resolve(BashExecRequest(f"{STUBBORN_AND_ESCAPED}; {handshake.connect}; echo $$ $a $b >&3; wait"))
+    )
+    background = await handshake.pids()
+    watchdog = bash.reaper.pid
+    assert watchdog is not None
+    assert bash.owned_groups == 2
+    await fiber.dispose()
+    await exited(left_pid, *background, watchdog)
+    assert task.status == "killed"
+
+
+async def test_a_daemonized_escapee_without_pipes_dies_at_disposal(load: LoadExecutor) -> None:
+    """`setsid cmd >/dev/null &` leaves neither the group nor the pipes; the owner's marker still finds it"""
+    bash, fiber = await load()
+    result = await bash.run(bash.resolve(BashExecRequest("setsid sleep 100 >/dev/null 2>&1 </dev/null & echo $!")))
+    (pid,) = map(int, result.stdout.text.split())
+    assert alive(pid)
+    await fiber.dispose()
+    await exited(pid)

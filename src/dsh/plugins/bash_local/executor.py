@@ -93,12 +93,13 @@ class LocalBashExecutor(BashExecutor):
         self.spill_dir = tempfile.mkdtemp(prefix="dsh-bash-")
         self.internals = BashInternals(spill_dir=self.spill_dir, max_spill_bytes=math.ceil(config.max_spill_bytes))
         self._max_bytes = math.ceil(config.max_output_bytes)
-        self.child_env = ChildEnv(EnvPolicy(config.env_allow, config.env))
         self._tasks: dict[str, _TaskEntry] = {}
         self._count = 0
         self._processes: set[RunningBash] = set()
         self._lingering: set[RunningBash] = set()
         self.reaper = Reaper()
+        name, value = self.reaper.marker
+        self.child_env = ChildEnv(EnvPolicy(config.env_allow, {**config.env, name: value}))
         self._watchers: set[asyncio.Task[None]] = set()
         self._disposed = False
         ctx.effect(lambda: self._teardown, "bash-local teardown")

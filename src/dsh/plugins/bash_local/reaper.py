@@ -4,21 +4,30 @@ dsh may be SIGKILLed (or crash) while commands run; their process groups would l
 :class:`Reaper` starts, on first use, one small helper process (in its own session, so
 terminal signals do not reach it) and tells it over a pipe which process groups are
 live, with the inodes of their output pipes. When dsh dies, the kernel closes that pipe;
-the helper reads end of file, SIGKILLs every group still registered and every process
-still holding one of their pipes (grandchildren that left the group with ``setsid``),
-and exits. Closing the reaper normally (:meth:`Reaper.close`) unregisters nothing: the
-owner kills or unregisters its groups first.
+the helper reads end of file, SIGKILLs every group still registered, every process
+still holding one of their pipes (grandchildren that left the group with ``setsid``)
+and every process whose environment carries the owner's marker (:attr:`Reaper.marker`,
+``DSH_BASH_OWNER=<random>``, set in every command's environment: this also covers a
+command that dsh had no time to register), and exits. Closing the reaper
+(:meth:`Reaper.close`) ends the helper the same way: the owner kills and unregisters
+its groups first, and the helper's sweep then catches any marked process that escaped
+them (a daemonized ``setsid cmd >/dev/null &``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import subprocess
 import sys
 from typing import IO
 
+MARKER_NAME = "DSH_BASH_OWNER"
+"""The environment variable that marks a process as started by one executor."""
+
 REAPER_SOURCE = """
 import os, signal, sys
+marker = sys.argv[1].encode()
 groups = {}
 for line in sys.stdin:
     words = line.split()
@@ -32,23 +41,34 @@ for pgid in groups:
     except OSError:
         pass
 wanted = {"pipe:[%s]" % inode for inodes in groups.values() for inode in inodes}
-if wanted:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+own = str(os.getpid())
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or pid == own:
+        continue
+    try:
+        with open("/proc/%s/environ" % pid, "rb") as environ:
+            marked = marker in environ.read().split(b"\\0")
+    except OSError:
+        marked = False
+    if marked:
         try:
-            fds = os.listdir("/proc/%s/fd" % pid)
+            os.kill(int(pid), signal.SIGKILL)
         except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in wanted:
-                    os.kill(int(pid), signal.SIGKILL)
-                    break
-            except OSError:
-                pass
+            pass
+        continue
+    try:
+        fds = os.listdir("/proc/%s/fd" % pid) if wanted else []
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in wanted:
+                os.kill(int(pid), signal.SIGKILL)
+                break
+        except OSError:
+            pass
 """
-"""The helper's program (run with ``python -I -S -c``): read registrations until EOF, then kill."""
+"""The helper's program (``python -I -S -c SOURCE MARKER``): read registrations until EOF, then kill."""
 
 
 class Reaper:
@@ -59,6 +79,8 @@ class Reaper:
     """
 
     def __init__(self) -> None:
+        self.marker = (MARKER_NAME, secrets.token_hex(12))
+        """``(name, value)``: put it in every command's environment."""
         self._process: subprocess.Popen[bytes] | None = None
         self._pipe: IO[bytes] | None = None
         self._broken = False
@@ -111,7 +133,7 @@ class Reaper:
 
     def _start(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", REAPER_SOURCE],
+            [sys.executable, "-I", "-S", "-c", REAPER_SOURCE, "=".join(self.marker)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
