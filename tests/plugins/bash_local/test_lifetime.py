@@ -102,7 +102,7 @@ async def main():
     ctx = Context()
     await ctx.plugin(LocalBashExecutor)
     bash = unwrap(ctx[BASH])
-    command = sys.argv[1]
+    command = sys.argv[1].replace("SPILL_DIR", bash.spill_dir)
     bash.start(bash.resolve(BashExecRequest(command)))
     await asyncio.Event().wait()
 
@@ -111,15 +111,20 @@ asyncio.run(main())
 
 
 async def test_commands_die_with_a_sigkilled_dsh(tmp_path: Path, handshake: Handshake) -> None:
-    """SIGKILL of the dsh process: the reaper kills the group, a TERM-ignoring member and a setsid escapee"""
-    command = f"{STUBBORN_AND_ESCAPED}; {handshake.connect}; echo $$ $a $b >&3; wait"
+    """SIGKILL of the dsh process: the reaper kills the group, a TERM-ignoring member and a setsid escapee,
+    and removes the spill directory"""
+    command = f"{STUBBORN_AND_ESCAPED}; {handshake.connect}; echo $$ $a $b >&3; echo SPILL_DIR >&3; wait"
     stand_in = await asyncio.create_subprocess_exec(sys.executable, "-c", DSH_STAND_IN, command, cwd=tmp_path)
     try:
         pids = await handshake.pids()
+        spill_dir = (await handshake.next_line()).strip()
         assert all(alive(pid) for pid in pids)
+        assert os.path.isdir(spill_dir)
         stand_in.send_signal(signal.SIGKILL)
         await stand_in.wait()
         await exited(*pids)
+        while os.path.isdir(spill_dir):  # the helper removes it after the kills
+            await asyncio.sleep(0.01)
     finally:
         if stand_in.returncode is None:  # pragma: no cover - only when the test failed before the kill
             stand_in.kill()

@@ -97,7 +97,7 @@ class LocalBashExecutor(BashExecutor):
         self._count = 0
         self._processes: set[RunningBash] = set()
         self._lingering: set[RunningBash] = set()
-        self.reaper = Reaper()
+        self.reaper = Reaper(cleanup=(self.spill_dir,))
         name, value = self.reaper.marker
         self.child_env = ChildEnv(EnvPolicy(config.env_allow, {**config.env, name: value}))
         self._watchers: set[asyncio.Task[None]] = set()

@@ -8,10 +8,10 @@ the helper reads end of file, SIGKILLs every group still registered, every proce
 still holding one of their pipes (grandchildren that left the group with ``setsid``)
 and every process whose environment carries the owner's marker (:attr:`Reaper.marker`,
 ``DSH_BASH_OWNER=<random>``, set in every command's environment: this also covers a
-command that dsh had no time to register), and exits. Closing the reaper
-(:meth:`Reaper.close`) ends the helper the same way: the owner kills and unregisters
-its groups first, and the helper's sweep then catches any marked process that escaped
-them (a daemonized ``setsid cmd >/dev/null &``).
+command that dsh had no time to register), removes the owner's spill directory, and
+exits. Closing the reaper (:meth:`Reaper.close`) ends the helper the same way: the
+owner kills and unregisters its groups first, and the helper's sweep then catches any
+marked process that escaped them (a daemonized ``setsid cmd >/dev/null &``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ MARKER_NAME = "DSH_BASH_OWNER"
 """The environment variable that marks a process as started by one executor."""
 
 REAPER_SOURCE = """
-import os, signal, sys
+import os, shutil, signal, sys
 marker = sys.argv[1].encode()
 groups = {}
 for line in sys.stdin:
@@ -67,8 +67,11 @@ for pid in os.listdir("/proc"):
                 break
         except OSError:
             pass
+for directory in sys.argv[2:]:
+    shutil.rmtree(directory, ignore_errors=True)
 """
-"""The helper's program (``python -I -S -c SOURCE MARKER``): read registrations until EOF, then kill."""
+"""The helper's program (``python -I -S -c SOURCE MARKER [DIR...]``): read registrations until EOF,
+then kill, then remove the directories (the owner's spill files)."""
 
 
 class Reaper:
@@ -78,7 +81,9 @@ class Reaper:
     still run, only without the SIGKILL-of-dsh guarantee. Never raises.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cleanup: tuple[str, ...] = ()) -> None:
+        self.cleanup = cleanup
+        """Directories the helper removes when it ends (the owner's spill directory)."""
         self.marker = (MARKER_NAME, secrets.token_hex(12))
         """``(name, value)``: put it in every command's environment."""
         self._process: subprocess.Popen[bytes] | None = None
@@ -133,7 +138,7 @@ class Reaper:
 
     def _start(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", REAPER_SOURCE, "=".join(self.marker)],
+            [sys.executable, "-I", "-S", "-c", REAPER_SOURCE, "=".join(self.marker), *self.cleanup],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
