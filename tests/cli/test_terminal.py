@@ -122,7 +122,8 @@ async def test_call_cards_fall_back_to_the_raw_arguments() -> None:
         assert _plain(view.call_card("plain", "{}")) == "plain {}"
         assert _plain(view.call_card("missing", "{}")) == "missing {}"
         assert _plain(view.call_card("bash", "not json")) == "bash not json"
-        assert _plain(view.call_card("bash", '{"command":"ls"}')) == 'bash {"command":"ls"}'
+        assert _plain(view.call_card("bash", '{"description":"ls"}')) == 'bash {"description":"ls"}'
+        assert _plain(view.call_card("bash", '{"command":"ls"}')) == "$ ls"  # description is optional
     await root.dispose()
 
 

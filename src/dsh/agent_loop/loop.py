@@ -35,6 +35,7 @@ from dsh.core.agent import (
 )
 from dsh.core.errors import HarnessError, error_code, error_message, to_error
 from dsh.core.llm import LLM, BlockAssembler, FinishReason, GenerateOptions, Message
+from dsh.core.redact import redact_secrets
 from dsh.core.session import SESSION_FLUSH, ErrorReason, Session, TurnEndReason, last_turn_number
 from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
@@ -62,8 +63,11 @@ def abort_reason(signal: AbortSignal) -> str:
 
 
 def error_reason(error: BaseException) -> ErrorReason:
-    """The turn-end reason for ``error``: ``{kind, message}`` plus ``code`` when it has a string one."""
-    reason: ErrorReason = {"kind": "error", "message": error_message(error)}
+    """The turn-end reason for ``error``: ``{kind, message}`` plus ``code`` when it has a string one.
+
+    The message is passed through :func:`redact_secrets` first: it is stored in the session log.
+    """
+    reason: ErrorReason = {"kind": "error", "message": redact_secrets(error_message(error))}
     code = error_code(error)
     if code is not None:
         reason["code"] = code

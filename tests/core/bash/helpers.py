@@ -89,6 +89,12 @@ class StubExecutor(BashExecutor):
         task.status = "killed"
         return True
 
+    def kill_all(self) -> int:
+        running = [task for task in self.tasks.values() if task.status == "running"]
+        for task in running:
+            task.status = "killed"
+        return len(running)
+
 
 def fire(
     executor: BashExecutor,

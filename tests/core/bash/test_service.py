@@ -33,6 +33,9 @@ async def test_registers_as_ctx_bash_and_serves_the_abstract_api(root: Context, 
     assert bash.list() == [task]
     assert bash.kill(task.id) is True
     assert bash.kill(task.id) is False
+    assert bash.kill_all() == 0
+    assert bash.start(spec).status == "running"
+    assert bash.kill_all() == 1
     result = await bash.run(spec)
     assert result.exit_code == 0
     assert result.signal is None

@@ -120,6 +120,11 @@ class Handshake:
         self._current = await self._connections.get()
         return (await self._current[0].readline()).decode()
 
+    async def next_line(self) -> str:
+        """The next line on the connection last read from."""
+        assert self._current is not None
+        return (await self._current[0].readline()).decode()
+
     async def pids(self) -> list[int]:
         return [int(word) for word in (await self.line()).split()]
 

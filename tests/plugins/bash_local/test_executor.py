@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -453,3 +454,31 @@ def test_is_positive_finite() -> None:
     assert is_positive_finite(0.25)
     for value in (0, -1, float("nan"), float("inf"), True, "1", None):
         assert not is_positive_finite(value)
+
+
+async def test_config_env_allow_and_env_reach_commands_and_nothing_else(
+    load: LoadExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config: envAllow lets named (or PREFIX*) variables through, env sets fixed ones; the rest stays out"""
+    monkeypatch.setenv("DSH_PASSED", "p")
+    monkeypatch.setenv("DSH_GROUP_ONE", "g")
+    monkeypatch.setenv("DSH_HIDDEN", "h")
+    bash, _fiber = await load({"envAllow": ["DSH_PASSED", "DSH_GROUP_*"], "env": {"DSH_FIXED": "f"}})
+    command = 'echo "${DSH_PASSED:-}|${DSH_GROUP_ONE:-}|${DSH_FIXED:-}|${DSH_HIDDEN:-absent}"'
+    result = await bash.run(bash.resolve(BashExecRequest(command=command)))
+    assert result.stdout.text == "p|g|f|absent\n"
+
+
+async def test_spills_go_to_a_private_directory_that_disposal_removes(root: Context) -> None:
+    """the executor spills into its own 0700 directory (capped by maxSpillBytes) and removes it when unloaded"""
+    fiber = await root.plugin(LocalBashExecutor, {"maxOutputBytes": 10, "maxSpillBytes": 100})
+    bash = unwrap(root[BASH])
+    assert isinstance(bash, LocalBashExecutor)
+    assert stat.S_IMODE(os.stat(bash.spill_dir).st_mode) == 0o700
+    result = await bash.run(bash.resolve(BashExecRequest(command="printf 'z%.0s' $(seq 1 300)")))
+    path = result.stdout.spill_path
+    assert path is not None
+    assert os.path.dirname(path) == bash.spill_dir
+    assert (os.path.getsize(path), result.stdout.spill_truncated) == (100, True)
+    await fiber.dispose()
+    assert not os.path.exists(bash.spill_dir)

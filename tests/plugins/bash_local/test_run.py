@@ -20,7 +20,11 @@ from dsh.core.bash import BashRunResult
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortController
 from dsh.plugins.bash_local import (
+    DEFAULT_ENV_ALLOW,
+    MODEL_FRIENDLY,
     BashInternals,
+    ChildEnv,
+    EnvPolicy,
     OutputCollector,
     RunningBash,
     child_env,
@@ -350,17 +354,55 @@ async def test_reports_an_externally_self_killed_command_without_the_timeout_mar
 # ------------------------------------------------------------------------ describe env scrubbing and spill hardening
 
 
-async def test_scrubs_credential_shaped_env_vars_from_child_processes(
+CREDENTIALS = {
+    "PGPASSWORD": "pg-hunter2",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "AWS_SESSION_TOKEN": "aws-session",
+    "DATABASE_URL": "postgres://app:db-hunter2@db.internal:5432/app",
+    "GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123",
+    "GH_TOKEN": "gh-token",
+    "SSH_AUTH_SOCK": "/tmp/ssh-agent.sock",
+    "MYSQL_PASSWORD": "mysql-pw",
+    "REDIS_PASSWORD": "redis-pw",
+    "NPM_AUTH": "npm-auth",
+    "DOCKER_AUTH": "docker-auth",
+    "DEEPSEEK_API_KEY": "sk-deepseek-secret",
+    "OPENAI_API_KEY": "sk-openai-secret",
+    "ANTHROPIC_AUTH": "auth-value",
+    "HF_TOKEN": "hf-token",
+    "SLACK_WEBHOOK_URL": "https://hooks.example/secret",
+    "SENTRY_DSN": "https://key@sentry.example/1",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/secret/creds.json",
+    "KUBECONFIG": "/secret/kube",
+}
+
+
+async def test_a_child_sees_none_of_twenty_credential_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """scrubs credential-shaped env vars from child processes"""
-    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-1")
-    monkeypatch.setenv("my_secret_thing", "hush")
-    monkeypatch.setenv("VISIBLE_VALUE", "visible")
-    result = await run('echo "[${DEEPSEEK_API_KEY:-absent}|${my_secret_thing:-absent}|$VISIBLE_VALUE]"', tmp_path)
-    assert result.stdout.text == "[absent|absent|visible]\n"
-    env = child_env({"GH_Token": "t", "PATH": "/bin", "Keyring": "k"})
-    assert env == {"PATH": "/bin", "NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+    """the environment is an allowlist: credentials of any name stay out, PATH/HOME/LANG pass"""
+    assert len(CREDENTIALS) == 20
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("LC_TIME", "C")
+    result = await run("env -0", tmp_path)
+    seen = dict(entry.split("=", 1) for entry in result.stdout.text.split("\0") if entry)
+    assert not set(CREDENTIALS) & set(seen)
+    assert not any(value in result.stdout.text for value in CREDENTIALS.values())
+    assert seen["PATH"] == os.environ["PATH"]
+    assert seen["HOME"] == os.environ["HOME"]
+    assert (seen["LANG"], seen["LC_TIME"]) == ("C.UTF-8", "C")
+
+
+def test_child_env_keeps_only_allowed_names_plus_extras() -> None:
+    """child_env: the allowlist (exact names and PREFIX* entries), then fixed extras, then the overrides"""
+    parent = {"PATH": "/bin", "LC_ALL": "C", "GH_Token": "t", "VISIBLE": "v", "GOPATH": "/go", "NODE_ENV": "dev"}
+    assert child_env(parent) == {"PATH": "/bin", "LC_ALL": "C", **MODEL_FRIENDLY}
+    env = child_env(parent, allow=["VISIBLE", "NODE_*"], extra={"FIXED": "1", "TERM": "xterm"})
+    assert env == {"PATH": "/bin", "LC_ALL": "C", "VISIBLE": "v", "NODE_ENV": "dev", "FIXED": "1", **MODEL_FRIENDLY}
+    assert "HOME" in DEFAULT_ENV_ALLOW
 
 
 async def test_creates_spill_files_with_owner_only_permissions_and_random_names(tmp_path: Path) -> None:
@@ -586,37 +628,40 @@ def test_a_failing_flush_on_read_withholds_the_spill_path(tmp_path: Path, file_s
 
 def test_child_env_of_our_environment_is_a_fresh_copy_that_follows_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     """(extra) child_env() reflects os.environ as it is now, and each call returns a dict the caller owns"""
-    monkeypatch.setenv("DSH_TEST_VISIBLE", "one")
+    monkeypatch.setenv("LC_DSH_VISIBLE", "one")
     monkeypatch.setenv("DSH_TEST_TOKEN", "hush")
     first = child_env()
-    assert first["DSH_TEST_VISIBLE"] == "one"
+    assert first["LC_DSH_VISIBLE"] == "one"
     assert "DSH_TEST_TOKEN" not in first
     assert first["TERM"] == "dumb"
-    first["DSH_TEST_VISIBLE"] = "mutated by the caller"
-    assert child_env()["DSH_TEST_VISIBLE"] == "one"
-    monkeypatch.setenv("DSH_TEST_VISIBLE", "two")
-    monkeypatch.delenv("DSH_TEST_TOKEN")
-    assert child_env()["DSH_TEST_VISIBLE"] == "two"
+    first["LC_DSH_VISIBLE"] = "mutated by the caller"
+    assert child_env()["LC_DSH_VISIBLE"] == "one"
+    monkeypatch.setenv("LC_DSH_VISIBLE", "two")
+    assert child_env()["LC_DSH_VISIBLE"] == "two"
 
 
-def test_child_env_follows_an_environ_that_is_a_plain_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_child_env_follows_an_environ_that_is_a_plain_mapping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """(extra) an os.environ without CPython's internal table is compared as a whole"""
     environ = {"PATH": os.environ["PATH"], "DSH_TEST_VISIBLE": "one", "API_KEY": "k"}
     monkeypatch.setattr(os, "environ", environ)
-    scrubbed = {"PATH": environ["PATH"], "DSH_TEST_VISIBLE": "one"}
-    assert child_env() == {**scrubbed, "NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+    launch = ChildEnv(EnvPolicy(["DSH_TEST_VISIBLE"]))
+    assert launch.current()[0] == {"PATH": environ["PATH"], "DSH_TEST_VISIBLE": "one", **MODEL_FRIENDLY}
     environ["DSH_TEST_VISIBLE"] = "two"
-    assert child_env()["DSH_TEST_VISIBLE"] == "two"
+    assert launch.current()[0]["DSH_TEST_VISIBLE"] == "two"
+    result = await run('echo "$DSH_TEST_VISIBLE"', tmp_path, env=launch)
+    assert result.stdout.text == "two\n"
 
 
 async def test_a_command_sees_the_environment_as_it_is_when_it_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """(extra) a variable set between two commands reaches the second one"""
-    monkeypatch.setenv("DSH_TEST_VISIBLE", "before")
-    assert (await run('echo "$DSH_TEST_VISIBLE $0"', tmp_path)).stdout.text == "before bash\n"
-    monkeypatch.setenv("DSH_TEST_VISIBLE", "after")
-    assert (await run('echo "$DSH_TEST_VISIBLE"', tmp_path)).stdout.text == "after\n"
+    monkeypatch.setenv("LC_DSH_VISIBLE", "before")
+    assert (await run('echo "$LC_DSH_VISIBLE $0"', tmp_path)).stdout.text == "before bash\n"
+    monkeypatch.setenv("LC_DSH_VISIBLE", "after")
+    assert (await run('echo "$LC_DSH_VISIBLE"', tmp_path)).stdout.text == "after\n"
 
 
 async def test_a_relative_path_entry_is_searched_from_the_workdir(
@@ -649,8 +694,8 @@ async def test_a_pipe_that_fails_to_read_counts_as_closed(tmp_path: Path, monkey
     real_spawn = process_module._spawn
     real_read = os.read
 
-    def spawn(command: str, cwd: str) -> Any:
-        spawned.append(real_spawn(command, cwd))
+    def spawn(command: str, cwd: str, launch: Any) -> Any:
+        spawned.append(real_spawn(command, cwd, launch))
         broken.append(spawned[-1].stdout.fileno())
         return spawned[-1]
 
@@ -665,3 +710,18 @@ async def test_a_pipe_that_fails_to_read_counts_as_closed(tmp_path: Path, monkey
     result = await run("echo out; echo err >&2", tmp_path)
     assert (result.stdout.text, result.stderr.text) == ("", "err\n")
     assert spawned[0].stdout.closed
+
+
+def test_a_capped_spill_file_keeps_the_beginning_and_says_so(tmp_path: Path) -> None:
+    """(extra) max_spill_bytes: the spill file stops growing at the cap and the output reports it"""
+    collector = OutputCollector(4, "stdout", str(tmp_path), max_spill_bytes=10)
+    collector.push(b"012345")
+    collector.push(b"6789abcdef")
+    collector.push(b"ghij")
+    out = collector.finalize()
+    assert out.spill_path is not None
+    assert file_bytes(out.spill_path) == b"0123456789"
+    assert (out.text, out.truncated, out.spill_truncated) == ("ghij", True, True)
+    roomy = OutputCollector(4, "stdout", str(tmp_path), max_spill_bytes=100)
+    roomy.push(b"0123456789")
+    assert roomy.finalize().spill_truncated is False

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from dsh.core.bash import BashRunResult, BashTask, CollectedOutput
 from dsh.core.tools import ToolCallPresentation, ToolResult, ToolResultPresentation, ToolTerminal
-from dsh.plugins.tool_bash import ExitStatus, format_ms, parse_exit_status, render_result, status_line
+from dsh.plugins.tool_bash import (
+    TITLE_CHARS,
+    ExitStatus,
+    command_title,
+    format_ms,
+    parse_exit_status,
+    render_result,
+    status_line,
+)
 from tests.plugins.tool_bash.helpers import Stack
 
 
@@ -86,6 +94,10 @@ def test_notes_truncation_with_a_fallback_when_the_spill_path_is_missing() -> No
     assert missing == "tail\n\n[output truncated; full output: (unavailable)]"
     kept = render_result(result(stdout_output=out("tail", truncated=True, spill_path="/tmp/all.log"), exit_code=2))
     assert kept == "tail\n[output truncated; full output: /tmp/all.log]\n[exit code: 2]"
+    capped = CollectedOutput(text="tail", truncated=True, spill_path="/tmp/head.log", spill_truncated=True)
+    assert render_result(result(stdout_output=capped)) == (
+        "tail\n[output truncated; the beginning of it (up to the size cap): /tmp/head.log]"
+    )
 
 
 def test_an_unknown_exit_code_without_a_signal_renders_as_null() -> None:
@@ -253,8 +265,22 @@ async def test_bash_output_bash_kill_presentcall_a_readable_task_scoped_title_ta
 
 
 async def test_presentcall_validates_softly_malformed_args_return_undefined_never_throw(stack: Stack) -> None:
-    """presentCall validates softly: malformed args (missing required description) return undefined, never throw"""
-    assert present_call(stack, "bash", {"command": "ls"}) is None
+    """presentCall validates softly: malformed args (a missing command) return undefined, never throw"""
+    assert present_call(stack, "bash", {"description": "ls"}) is None
     assert present_call(stack, "bash", "not even an object") is None
     assert present_call(stack, "bash_kill", {}) is None
-    assert present_result(stack, {"command": "ls"}, "x") is None
+    assert present_result(stack, {"description": "ls"}, "x") is None
+
+
+async def test_bash_presentcall_without_a_description_titles_the_card_from_the_command(stack: Stack) -> None:
+    """no description: the title is the command's first line (cut, marked with …), no content block"""
+    plain = present_call(stack, "bash", {"command": "  ls -la\n"})
+    assert plain is not None
+    assert (plain.title, plain.content, plain.raw_input) == ("ls -la", None, "  ls -la\n")
+    several = present_call(stack, "bash", {"command": "cd src\nmake test", "description": " "})
+    assert several is not None
+    assert (several.title, several.content) == ("cd src …", None)
+    long = "echo " + "x" * 200
+    assert command_title(long) == long[: TITLE_CHARS - 1] + "…"
+    assert len(command_title(long)) == TITLE_CHARS
+    assert command_title("") == ""

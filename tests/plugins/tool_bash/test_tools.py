@@ -133,7 +133,6 @@ async def test_surfaces_aborts_as_iserror(stack: Stack, handshake: Handshake) ->
     [
         ({}, 'missing required property "command"'),
         ({"command": 42, "description": "d"}, '"command" must be a string'),
-        ({"command": "ls"}, 'missing required property "description"'),
         ({"command": "ls", "description": 7}, '"description" must be a string'),
         ({"command": "ls", "description": "d", "timeoutMs": "soon"}, '"timeoutMs" must be a number'),
         ({"command": "ls", "description": "d", "workdir": 7}, '"workdir" must be a string'),
@@ -152,7 +151,6 @@ async def test_rejects_schema_invalid_args(stack: Stack, arguments: dict[str, An
     ("arguments", "message"),
     [
         ({"command": "   ", "description": "d"}, "invalid command: expected a non-empty string"),
-        ({"command": "ls", "description": " \n"}, "invalid description: expected a non-empty string"),
         (
             {"command": "ls", "description": "d", "timeoutMs": -1},
             "invalid timeoutMs: expected a positive number, got -1",
@@ -174,7 +172,7 @@ async def test_registers_all_three_schemas_in_the_system_prompt_assembly(stack: 
     assembly = await stack.root[SYSTEM_PROMPT].assemble()
     assert [tool["name"] for tool in assembly.tools] == ["bash", "bash_output", "bash_kill"]
     bash_schema = assembly.tools[0]["parameters"]
-    assert bash_schema["required"] == ["command", "description"]
+    assert bash_schema["required"] == ["command"]
     assert list(bash_schema["properties"]) == ["command", "description", "timeoutMs", "workdir", "run_in_background"]
     assert assembly.tools[1]["parameters"]["required"] == ["task_id"]
 
@@ -456,3 +454,12 @@ async def test_falls_back_to_the_executor_default_when_the_agent_has_no_session_
     assert await stack.text("bash", args("pwd -P", workdir="")) == f"{real(tmp_path)}\n"
     assert tool_bash.resolve_workdir("rel", execution_for(None)) == "rel"
     assert tool_bash.resolve_workdir(None, execution_for(object())) is None
+
+
+async def test_a_call_without_a_description_runs(stack: Stack) -> None:
+    """description is optional: a call without one (or with a blank one) runs the command"""
+    result = await stack.call("bash", {"command": "echo no-description"})
+    assert result.is_error is False
+    assert result.content[0]["text"] == "no-description\n"  # type: ignore[typeddict-item]
+    blank = await stack.call("bash", {"command": "echo blank", "description": " \n"})
+    assert blank.content[0]["text"] == "blank\n"  # type: ignore[typeddict-item]

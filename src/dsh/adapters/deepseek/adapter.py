@@ -50,6 +50,7 @@ from dsh.adapters.deepseek.translate import StreamTranslator
 from dsh.adapters.deepseek.transport import env_proxy, load_ssl_context, network_error, new_session, warm_up
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
+from dsh.core.redact import redact_secrets, register_secret
 from dsh.kernel import AbortError, AbortSignal
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ async def _api_error(response: aiohttp.ClientResponse) -> LlmError:
     error = parsed.get("error") if isinstance(parsed, dict) else None
     detail = error.get("message") if isinstance(error, dict) else None
     if isinstance(detail, str):
-        message = detail
+        message = redact_secrets(detail)
     return LlmError(message, http_error_code(status), status)
 
 
@@ -337,6 +338,7 @@ class DeepSeekAdapter(LlmAdapter):
         session: aiohttp.ClientSession | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
     ) -> None:
+        register_secret(api_key)
         self.base_url = base_url
         self.models = tuple(models)
         self.defaults = RequestDefaults(thinking, reasoning_effort)

@@ -35,6 +35,7 @@ from dsh.adapters.openai.request import ChatRequest, Reasoning, build_request
 from dsh.adapters.openai.translate import ChunkTranslator
 from dsh.core.errors import LlmError
 from dsh.core.llm import ErrorFinish, GenerateOptions, LlmAdapter, StreamChunk
+from dsh.core.redact import register_secret
 from dsh.kernel import AbortSignal
 
 PUBLIC_BASE_URL = "https://api.deepseek.com"
@@ -158,6 +159,7 @@ class OpenAIAdapter(LlmAdapter):
         self.base_url = base_url
         self.models = tuple(models)
         self.reasoning: Reasoning | None = reasoning
+        register_secret(api_key)
         self._api_key = api_key
         self._client = client
         self._owns_client = client is None

@@ -23,6 +23,7 @@ import openai
 
 from dsh.core.errors import error_code, error_message
 from dsh.core.llm import ErrorFinish
+from dsh.core.redact import redact_secrets
 
 
 def status_error_code(error: openai.APIStatusError) -> str:
@@ -47,7 +48,7 @@ def request_failure(error: Exception) -> ErrorFinish:
     """The finish for a failure of the request, before any of the answer was read."""
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
-        message = _body_message(error.body) or f"provider API error (HTTP {status})"
+        message = redact_secrets(_body_message(error.body) or f"provider API error (HTTP {status})")
         return {"kind": "error", "message": message, "code": status_error_code(error)}
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__
@@ -66,7 +67,7 @@ def stream_failure(error: Exception) -> ErrorFinish:
         detail = f": {error_message(cause)}" if cause is not None else ""
         return {"kind": "error", "message": f"the provider's stream broke off{detail}", "code": "STREAM_CLOSED"}
     if isinstance(error, openai.APIError):
-        return {"kind": "error", "message": error.message, "code": error.code or "PROVIDER_ERROR"}
+        return {"kind": "error", "message": redact_secrets(error.message), "code": error.code or "PROVIDER_ERROR"}
     if isinstance(error, ValueError):
         return {"kind": "error", "message": f"malformed stream payload: {error}", "code": "MALFORMED_RESPONSE"}
     return other_failure(error)

@@ -79,6 +79,12 @@ class BashExecutor(Service, ABC):
     def kill(self, task_id: str) -> bool:
         """Stop a running task; False if it had already finished. Raise for an unknown id."""
 
+    @abstractmethod
+    def kill_all(self) -> int:
+        """Kill every process the executor started, at once and synchronously (what a
+        SIGTERM/SIGHUP handler calls before exiting); never raises. Returns how many
+        process groups (or equivalent units) were hit."""
+
     # ------------------------------------------------------- completion events
     def on_task_done(self, listener: TaskDoneListener) -> Effect:
         """Call ``listener(task)`` whenever a background task finishes.

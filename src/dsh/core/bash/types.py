@@ -49,12 +49,14 @@ class CollectedOutput:
     """One output stream as kept in memory.
 
     ``text`` is the whole stream, or only its tail when ``truncated``; ``spill_path``
-    (when set) names a file holding the complete stream.
+    (when set) names a file holding the complete stream, or only its first part when
+    ``spill_truncated`` (the spill file reached its size cap).
     """
 
     text: str
     truncated: bool
     spill_path: str | None = None
+    spill_truncated: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,17 +3,21 @@
 A command may print gigabytes; only the last ``max_bytes`` stay in memory. Once the
 stream outgrows the cap, everything (what was retained so far, then every new chunk)
 is also written to a private spill file, so the complete stream stays readable on
-disk while memory stays bounded. Bytes are decoded as UTF-8 with replacement: bad or
-cut sequences become U+FFFD, decoding never raises.
+disk while memory stays bounded. A spill file may be capped (``max_spill_bytes``): it
+then holds the first bytes of the stream only, and says so (``spill_truncated``).
+Bytes are decoded as UTF-8 with replacement: bad or cut sequences become U+FFFD,
+decoding never raises.
 """
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import contextlib
 import itertools
 import os
 import secrets
+import shutil
 import tempfile
 from collections import deque
 from dataclasses import dataclass
@@ -28,10 +32,12 @@ _private_dir: str | None = None
 
 
 def default_spill_dir() -> str:
-    """This process's private spill directory (mode 0700), created on first use."""
+    """This process's private spill directory (mode 0700), created on first use and
+    removed when the interpreter exits (executors use a directory of their own)."""
     global _private_dir
     if _private_dir is None:
         _private_dir = tempfile.mkdtemp(prefix="dsh-bash-")
+        atexit.register(shutil.rmtree, _private_dir, ignore_errors=True)
     return _private_dir
 
 
@@ -58,13 +64,16 @@ class OutputCollector:
     """Keeps the tail of one output stream in memory and spills the whole stream.
 
     ``label`` ends the spill file name (``dsh-bash-<pid>-<n>-<12 hex>-<label>.log``);
-    ``spill_dir`` defaults to :func:`default_spill_dir`. The collector owns its spill
+    ``spill_dir`` defaults to :func:`default_spill_dir`; ``max_spill_bytes`` (None:
+    unbounded) caps the spill file's size. The collector owns its spill
     file: :meth:`finalize` closes it. A spill file that cannot be created, written or
     closed is abandoned and its path never advertised (an incomplete file must not be
     offered as "the full output"); the in-memory tail is unaffected.
     """
 
-    def __init__(self, max_bytes: int, label: str, spill_dir: str | None = None) -> None:
+    def __init__(
+        self, max_bytes: int, label: str, spill_dir: str | None = None, max_spill_bytes: int | None = None
+    ) -> None:
         if max_bytes <= 0:
             raise ValueError(f"OutputCollector: max_bytes must be positive, got {max_bytes}")
         self._max = max_bytes
@@ -78,6 +87,9 @@ class OutputCollector:
         self._spill_path: str | None = None
         self._spill_failed = False
         self._finalized = False
+        self._spill_cap = max_spill_bytes
+        self._spilled = 0
+        self._spill_truncated = False
 
     @property
     def total_bytes(self) -> int:
@@ -116,7 +128,12 @@ class OutputCollector:
     def snapshot(self) -> CollectedOutput:
         """The retained text (the tail when truncated) and the spill path, if any."""
         text = b"".join(self._chunks).decode("utf-8", "replace")
-        return CollectedOutput(text=text, truncated=self._dropped, spill_path=self._spill_path)
+        return CollectedOutput(
+            text=text,
+            truncated=self._dropped,
+            spill_path=self._spill_path,
+            spill_truncated=self._spill_truncated and self._spill_path is not None,
+        )
 
     def read_from(self, from_byte: int) -> CollectorRead:
         """The text from byte ``from_byte`` of the stream to its current end.
@@ -170,6 +187,12 @@ class OutputCollector:
         self._write(self._file, b"".join(self._chunks))
 
     def _write(self, file: BinaryIO, data: bytes) -> None:
+        if self._spill_cap is not None:
+            room = self._spill_cap - self._spilled
+            if len(data) > room:
+                self._spill_truncated = True
+                data = data[: max(room, 0)]
+            self._spilled += len(data)
         try:
             file.write(data)
         except OSError:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from dsh.core.bash import BashExecRequest, BashExecSpec, BashExecutor, BashRunResult, BashTask, BashTaskRead
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal, Context
+from dsh.plugins.bash_local.env import ChildEnv, EnvPolicy
 from dsh.plugins.bash_local.process import BashInternals, RunningBash, run_bash
+from dsh.plugins.bash_local.reaper import Reaper
 
 
 def is_positive_finite(value: object) -> bool:
@@ -31,7 +35,12 @@ class LocalBashConfig(BaseModel):
 
     ``cwd`` is the default workdir (the process's working directory at resolve time
     when absent); ``timeoutMs`` the default foreground timeout, capped by
-    ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream.
+    ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream;
+    ``maxSpillBytes`` the size cap of each spill file (the whole stream of a long
+    output, kept in a directory of the executor's own that disposal removes).
+    ``envAllow`` names more variables of dsh's environment that commands inherit
+    (exact names, or ``PREFIX*``) beyond the built-in allowlist; ``env`` sets fixed
+    values. Nothing else of dsh's environment reaches a command.
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
@@ -40,8 +49,11 @@ class LocalBashConfig(BaseModel):
     timeout_ms: float = Field(120_000, alias="timeoutMs")
     max_timeout_ms: float = Field(600_000, alias="maxTimeoutMs")
     max_output_bytes: float = Field(64_000, alias="maxOutputBytes")
+    max_spill_bytes: float = Field(100_000_000, alias="maxSpillBytes")
+    env_allow: tuple[str, ...] = Field((), alias="envAllow")
+    env: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", mode="before")
+    @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", "max_spill_bytes", mode="before")
     @classmethod
     def _positive_finite(cls, value: object, info: ValidationInfo) -> object:
         if not is_positive_finite(value):
@@ -61,11 +73,15 @@ class _TaskEntry:
 class LocalBashExecutor(BashExecutor):
     """Runs ``bash -c`` per call, each in its own process group.
 
-    Background tasks get ids ``bash-1``, ``bash-2``, … per executor. Disposing the
-    plugin's fiber kills every process still running (foreground runs included) and
-    returns only once they have all exited, SIGKILL escalation included; completions
-    caused by that teardown are not announced. ``internals`` is the test seam
-    (SIGKILL grace, spill directory).
+    Background tasks get ids ``bash-1``, ``bash-2``, … per executor. The executor owns
+    every process group it started until the group is gone: what a finished command
+    left running (``cmd &``) is killed at disposal or by :meth:`kill_all`, and a
+    :class:`Reaper` kills it all if dsh itself dies without cleaning up (SIGKILL).
+    Disposing the plugin's fiber kills every process still running (foreground runs
+    included) and returns only once they have all exited, SIGKILL escalation included;
+    completions caused by that teardown are not announced. ``internals`` is the test
+    seam (SIGKILL grace, pipe grace, spill directory). Spill files go to :attr:`spill_dir`,
+    a private directory (0700) the executor creates and removes at disposal.
     """
 
     name = "bash-local"
@@ -74,11 +90,16 @@ class LocalBashExecutor(BashExecutor):
     def __init__(self, ctx: Context, config: LocalBashConfig) -> None:
         super().__init__(ctx)
         self.config = config
-        self.internals = BashInternals()
+        self.spill_dir = tempfile.mkdtemp(prefix="dsh-bash-")
+        self.internals = BashInternals(spill_dir=self.spill_dir, max_spill_bytes=math.ceil(config.max_spill_bytes))
         self._max_bytes = math.ceil(config.max_output_bytes)
         self._tasks: dict[str, _TaskEntry] = {}
         self._count = 0
         self._processes: set[RunningBash] = set()
+        self._lingering: set[RunningBash] = set()
+        self.reaper = Reaper(cleanup=(self.spill_dir,))
+        name, value = self.reaper.marker
+        self.child_env = ChildEnv(EnvPolicy(config.env_allow, {**config.env, name: value}))
         self._watchers: set[asyncio.Task[None]] = set()
         self._disposed = False
         ctx.effect(lambda: self._teardown, "bash-local teardown")
@@ -123,6 +144,7 @@ class LocalBashExecutor(BashExecutor):
     def _launch(self, command: str, workdir: str, timeout_ms: float, signal: AbortSignal | None) -> RunningBash:
         if self._disposed:
             raise HarnessError("bash-local is disposed: load the bash-local plugin again to run commands", "DISPOSED")
+        self._prune()
         process = run_bash(
             command,
             cwd=workdir,
@@ -130,10 +152,22 @@ class LocalBashExecutor(BashExecutor):
             max_output_bytes=self._max_bytes,
             signal=signal,
             internals=self.internals,
+            env=self.child_env,
+            reaper=self.reaper,
         )
         self._processes.add(process)
-        process.add_close_callback(self._processes.discard)
+        process.add_close_callback(self._on_closed)
         return process
+
+    def _on_closed(self, process: RunningBash) -> None:
+        self._processes.discard(process)
+        if process.lingering:
+            self._lingering.add(process)
+
+    def _prune(self) -> None:
+        for process in [process for process in self._lingering if not process.lingering]:
+            self._lingering.discard(process)
+            process.release()
 
     async def _finish(self, entry: _TaskEntry) -> None:
         task = entry.task
@@ -196,7 +230,29 @@ class LocalBashExecutor(BashExecutor):
         entry.process.kill()
         return True
 
+    @property
+    def owned_groups(self) -> int:
+        """How many process groups the executor still owns: running commands plus what
+        finished commands left running (counted until the next command notices it is gone)."""
+        return len(self._processes) + len(self._lingering)
+
     # ---------------------------------------------------------------- teardown
+    def kill_all(self) -> int:
+        """SIGKILL every process group this executor still owns, at once (for signal handlers).
+
+        Synchronous and never raises; running commands then close as killed (their
+        results and task completions, status ``killed``, follow as usual). Returns how
+        many groups were hit.
+        """
+        owned = [*self._processes, *self._lingering]
+        self._lingering.clear()
+        for entry in self._tasks.values():
+            if entry.task.status == "running":
+                entry.task.status = "killed"
+        for process in owned:
+            process.release()
+        return len(owned)
+
     async def _teardown(self) -> None:
         self._disposed = True
         for entry in self._tasks.values():
@@ -209,3 +265,8 @@ class LocalBashExecutor(BashExecutor):
         waits: list[Any] = [process.wait_closed() for process in processes]
         waits.extend(self._watchers)
         await asyncio.gather(*waits)
+        for process in [*processes, *self._lingering]:
+            process.release()
+        self._lingering.clear()
+        self.reaper.close()
+        shutil.rmtree(self.spill_dir, ignore_errors=True)

@@ -13,8 +13,8 @@ only: one per pipe, and one on a pidfd that turns readable when the process exit
 subprocess support, whose child watcher (on 3.11) starts a thread per process and
 which gives each pipe a transport, a protocol and a stream reader. Where pidfds are
 unavailable (not Linux, or a kernel before 5.3) a worker thread waits for the exit
-instead. The scrubbed environment and the path of ``bash`` are computed once per
-state of ``os.environ``, not per command.
+instead. The environment (see :mod:`dsh.plugins.bash_local.env`) and the path of
+``bash`` are computed once per state of ``os.environ``, not per command.
 """
 
 from __future__ import annotations
@@ -23,84 +23,22 @@ import asyncio
 import contextlib
 import errno
 import os
-import re
-import shutil
 import signal as signals
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from dsh.core.bash import BashRunResult
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal
 from dsh.plugins.bash_local.collector import OutputCollector
+from dsh.plugins.bash_local.env import ChildEnv
+from dsh.plugins.bash_local.reaper import Reaper
+from dsh.plugins.bash_local.watch import PipeWatch, pipe_holders
 
-CHUNK_BYTES = 64 * 1024
-"""The most read from a pipe at once."""
-
-_CREDENTIAL_NAME = re.compile("KEY|SECRET|TOKEN", re.IGNORECASE)
-_MODEL_FRIENDLY = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-
-
-def child_env(parent: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a command: ``parent`` (default: ours) minus credentials.
-
-    Variables whose name contains KEY, SECRET or TOKEN (any case) are dropped, and
-    colors and pagers are switched off (``NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat``).
-    Returns a new dict the caller owns.
-    """
-    if parent is None:
-        return dict(_launch.current()[0])
-    return _scrub(parent)
-
-
-def _scrub(source: Mapping[str, str]) -> dict[str, str]:
-    env = {name: value for name, value in source.items() if not _CREDENTIAL_NAME.search(name)}
-    env.update(_MODEL_FRIENDLY)
-    return env
-
-
-class _Launch:
-    """What every command starts with: the scrubbed ``os.environ`` and the ``bash`` on its PATH.
-
-    Both are kept until ``os.environ`` changes. Scrubbing costs tens of microseconds;
-    noticing a change costs one dict comparison with the table CPython keeps behind
-    ``os.environ`` (``os.environ._data``; any other mapping is copied and compared
-    whole). ``bash`` is None when it is not on PATH (the spawn then fails the usual
-    way, naming ``bash``) or PATH has relative entries (the spawn searches it).
-    """
-
-    def __init__(self) -> None:
-        self._seen: dict[Any, Any] | None = None
-        self._env: dict[str, str] = {}
-        self._bash: str | None = None
-
-    def current(self) -> tuple[dict[str, str], str | None]:
-        """The environment (shared: never mutate it) and the path of ``bash`` (or None)."""
-        environ = os.environ
-        table = getattr(environ, "_data", None)
-        if not isinstance(table, dict):
-            table = dict(environ)
-        if table != self._seen:
-            self._env = _scrub(environ)
-            self._bash = _absolute_bash(self._env.get("PATH", os.defpath))
-            self._seen = dict(table)
-        return self._env, self._bash
-
-
-def _absolute_bash(path: str) -> str | None:
-    """``bash`` as found on ``path``, or None when the search must be left to the spawn.
-
-    A relative (or empty) entry means a directory relative to the command's
-    workdir, which only the spawn itself knows: then nothing is resolved ahead.
-    """
-    if not all(os.path.isabs(entry) for entry in path.split(os.pathsep)):
-        return None
-    return shutil.which("bash", path=path)
-
-
-_launch = _Launch()
+_DEFAULT_ENV = ChildEnv()
+"""The environment of commands started without a policy of their own."""
 
 
 def kill_group(pid: int, sig: int) -> None:
@@ -121,10 +59,18 @@ def signal_name(number: int) -> str:
 
 @dataclass
 class BashInternals:
-    """Knobs tests turn: the SIGTERM→SIGKILL grace and where spill files go."""
+    """How commands are stopped and spilled: the SIGTERM→SIGKILL grace, the pipe grace,
+    where spill files go and how large each may grow (None: unbounded).
+
+    ``pipe_grace_ms`` is how long a command's result waits, after bash has exited, for
+    pipes that something else (a background or escaped grandchild) still holds open.
+    The executor fills ``spill_dir`` and ``max_spill_bytes``; tests turn the rest.
+    """
 
     grace_ms: float = 3000
+    pipe_grace_ms: float = 500
     spill_dir: str | None = None
+    max_spill_bytes: int | None = None
 
 
 def _spawn_error(error: OSError | ValueError, cwd: str) -> HarnessError:
@@ -149,26 +95,36 @@ def run_bash(
     max_output_bytes: int,
     signal: AbortSignal | None = None,
     internals: BashInternals | None = None,
+    env: ChildEnv | None = None,
+    reaper: Reaper | None = None,
 ) -> RunningBash:
     """Start ``bash -c command`` in ``cwd`` and return the handle at once.
 
-    ``timeout_ms`` of 0 means no timeout. Raises synchronously (nothing spawned) when
+    ``timeout_ms`` of 0 means no timeout. ``env`` decides the environment (default: the
+    built-in allowlist); ``reaper`` (optional) is told about the process group so it
+    dies with dsh. Raises synchronously (nothing spawned) when
     ``signal`` has already fired; spawn failures surface through
     :attr:`RunningBash.done` instead. Must be called with a running event loop.
     """
     if signal is not None and signal.aborted:
         reason = signal.reason if signal.reason is not None else "aborted"
         raise HarnessError(f"aborted before spawn: {reason}", "ABORTED")
-    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, internals or BashInternals())
+    launch = env if env is not None else _DEFAULT_ENV
+    knobs = internals or BashInternals()
+    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, knobs, launch, reaper)
 
 
 class RunningBash:
-    """A started command. The handle owns the process until it has closed.
+    """A started command. The handle owns the process group until it is released.
 
-    The process *closes* when it has exited and both pipes have reached EOF (a
-    grandchild holding a pipe open delays it). Nothing needs to be awaited for the
-    process to be reaped; if the event loop cancels the watcher (shutdown), the group
-    is SIGKILLed and reaped before the cancellation proceeds.
+    The process *closes* when bash has exited and both pipes have reached EOF, or the
+    pipe grace has passed since the exit (a grandchild holding a pipe open does not
+    hold the result). After a stop, closing also SIGKILLs the group and every process
+    still holding its pipes (an escaped ``setsid`` grandchild). After a normal exit,
+    background members of the group may live on (``cmd &``): :attr:`lingering` tells,
+    and :meth:`release` kills them. Nothing needs to be awaited for the process to be
+    reaped; if the event loop cancels the watcher (shutdown), everything is killed and
+    reaped before the cancellation proceeds.
     """
 
     def __init__(
@@ -179,9 +135,17 @@ class RunningBash:
         max_output_bytes: int,
         signal: AbortSignal | None,
         internals: BashInternals,
+        env: ChildEnv,
+        reaper: Reaper | None = None,
     ) -> None:
-        self.stdout = OutputCollector(max_output_bytes, "stdout", internals.spill_dir)
-        self.stderr = OutputCollector(max_output_bytes, "stderr", internals.spill_dir)
+        self._env = env
+        self._reaper = reaper
+        self._pipe_grace_s = internals.pipe_grace_ms / 1000
+        self._watch: PipeWatch | None = None
+        self._released = False
+        spill = (internals.spill_dir, internals.max_spill_bytes)
+        self.stdout = OutputCollector(max_output_bytes, "stdout", *spill)
+        self.stderr = OutputCollector(max_output_bytes, "stderr", *spill)
         self.pid: int | None = None
         self.timed_out = False
         self.aborted = False
@@ -220,6 +184,43 @@ class RunningBash:
         """Call ``callback(self)`` once the process has closed or failed to spawn."""
         self._task.add_done_callback(lambda _task: callback(self))
 
+    @property
+    def lingering(self) -> bool:
+        """True while something of the command may still run: not closed, a pipe still
+        held open, or its process group still has members; False once released."""
+        if self._released or self.pid is None:
+            return False
+        if not self._closed or (self._watch is not None and self._watch.draining):
+            return True
+        try:
+            os.killpg(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # pragma: no cover - EPERM: the group id now belongs to another user
+            return False
+        return True
+
+    def release(self) -> None:
+        """SIGKILL what is left of the command (its group, the holders of its pipes) and
+        close the pipes; idempotent, never raises. Use after :attr:`done` (or to stop
+        everything at once, e.g. on a termination signal)."""
+        if self._released:
+            return
+        pid = self.pid
+        if pid is None:  # not spawned yet (or never will be): stopped as soon as it exists
+            self.kill()
+            return
+        self._released = True
+        kill_group(pid, signals.SIGKILL)
+        watch = self._watch
+        if watch is not None and watch.draining:
+            for holder in pipe_holders(watch.inodes):
+                with contextlib.suppress(OSError):
+                    os.kill(holder, signals.SIGKILL)
+            watch.close_pipes()
+        if self._reaper is not None:
+            self._reaper.unregister(pid)
+
     def kill(self) -> None:
         """Stop the command: SIGTERM to its group now, SIGKILL after the grace.
 
@@ -254,21 +255,26 @@ class RunningBash:
             self._unsubscribe()
 
     async def _main(self, command: str, cwd: str, timeout_ms: float) -> BashRunResult:
+        if self._reaper is not None:
+            self._reaper.prepare()
         try:
-            process = _spawn(command, cwd)
+            process = _spawn(command, cwd, self._env)
         except (OSError, ValueError) as error:
             self._settle()
             self._spawned.set_result(None)
             raise _spawn_error(error, cwd) from error
         pid = self.pid = process.pid
         self._spawned.set_result(pid)
+        assert process.stdout is not None  # piped above
+        assert process.stderr is not None  # piped above
+        pipes = ((process.stdout, self.stdout), (process.stderr, self.stderr))
+        watch = self._watch = PipeWatch(self._loop, process, pipes, self._pipe_grace_s)
+        if self._reaper is not None:
+            self._reaper.register(pid, watch.inodes)
         if self._stopping:
             self._terminate(pid)
         elif timeout_ms > 0:
             self._timers.append(self._loop.call_later(timeout_ms / 1000, self._on_timeout))
-        assert process.stdout is not None  # piped above
-        assert process.stderr is not None  # piped above
-        watch = _Watch(self._loop, process, ((process.stdout, self.stdout), (process.stderr, self.stderr)))
         try:
             await asyncio.shield(watch.closed)
         except asyncio.CancelledError:
@@ -277,13 +283,14 @@ class RunningBash:
             # loop callbacks, not tasks, so a shutdown does not stop them).
             kill_group(pid, signals.SIGKILL)
             await asyncio.shield(watch.closed)
+            self.release()
             self.stdout.finalize()
             self.stderr.finalize()
             raise
         finally:
             self._settle()
-        if self._stopping:
-            kill_group(pid, signals.SIGKILL)
+        if self._stopping or not self.lingering:
+            self.release()
         code = process.returncode
         assert code is not None  # reaped before closed resolved
         return BashRunResult(
@@ -297,13 +304,13 @@ class RunningBash:
         )
 
 
-def _spawn(command: str, cwd: str) -> subprocess.Popen[bytes]:
+def _spawn(command: str, cwd: str, launch: ChildEnv) -> subprocess.Popen[bytes]:
     """Start ``bash -c command`` in its own session, stdin from /dev/null, output piped.
 
     Synchronous (fork and exec, as asyncio's subprocess support does too); raises
     ``OSError`` when bash or ``cwd`` cannot be used and ``ValueError`` for a NUL.
     """
-    env, bash = _launch.current()
+    env, bash = launch.current()
     return subprocess.Popen(
         ["bash", "-c", command],
         executable=bash,
@@ -314,62 +321,6 @@ def _spawn(command: str, cwd: str) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-
-
-class _Watch:
-    """Drains a started process's pipes into collectors and reaps it, from loop callbacks only.
-
-    :attr:`closed` resolves once every pipe has reached end of file (a read error
-    counts as its end; the pipe is then closed) and the process has exited and been
-    reaped (``process.returncode`` is set). Nothing here is a task, so nothing is
-    cancelled when the loop shuts down: the watch runs as long as the loop does.
-    """
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        process: subprocess.Popen[bytes],
-        pipes: tuple[tuple[IO[bytes], OutputCollector], ...],
-    ) -> None:
-        self.closed: asyncio.Future[None] = loop.create_future()
-        self._loop = loop
-        self._process = process
-        self._pending = len(pipes) + 1
-        for pipe, collector in pipes:
-            loop.add_reader(pipe.fileno(), self._read, pipe, collector)
-        try:
-            pidfd = os.pidfd_open(process.pid)
-        except (AttributeError, OSError):  # no pidfds on this system: a worker thread waits
-            loop.run_in_executor(None, process.wait).add_done_callback(self._waited)
-        else:
-            loop.add_reader(pidfd, self._exited, pidfd)
-
-    def _read(self, pipe: IO[bytes], collector: OutputCollector) -> None:
-        fd = pipe.fileno()
-        try:
-            chunk = os.read(fd, CHUNK_BYTES)  # the loop saw it readable: this does not block
-        except OSError:
-            chunk = b""
-        if chunk:
-            collector.push(chunk)
-            return
-        self._loop.remove_reader(fd)
-        pipe.close()
-        self._part_done()
-
-    def _exited(self, pidfd: int) -> None:
-        self._loop.remove_reader(pidfd)
-        os.close(pidfd)
-        self._process.poll()
-        self._part_done()
-
-    def _waited(self, _wait: asyncio.Future[int]) -> None:
-        self._part_done()
-
-    def _part_done(self) -> None:
-        self._pending -= 1
-        if self._pending == 0:
-            self.closed.set_result(None)
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

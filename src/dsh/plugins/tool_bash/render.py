@@ -34,8 +34,11 @@ def format_ms(value: float) -> str:
 def _stream_text(output: CollectedOutput) -> str:
     if not output.truncated:
         return output.text
-    where = output.spill_path if output.spill_path is not None else "(unavailable)"
-    return f"{output.text}\n[output truncated; full output: {where}]"
+    if output.spill_path is None:
+        return f"{output.text}\n[output truncated; full output: (unavailable)]"
+    if output.spill_truncated:
+        return f"{output.text}\n[output truncated; the beginning of it (up to the size cap): {output.spill_path}]"
+    return f"{output.text}\n[output truncated; full output: {output.spill_path}]"
 
 
 def render_result(result: BashRunResult) -> str:

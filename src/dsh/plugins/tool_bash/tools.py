@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Required, TypedDict, cast
+from typing import NotRequired, Required, TypedDict, cast
 
 from dsh.core.agent import Agent
 from dsh.core.bash import BashExecRequest, BashExecutor, BashTask
@@ -43,8 +43,7 @@ BASH_PARAMETERS: SchemaSpec = {
     "command": {"type": "string", "required": True, "description": "The command to run."},
     "description": {
         "type": "string",
-        "required": True,
-        "description": "What the command does in 5-10 words, active voice (shown to the user, never run).",
+        "description": "Optional: what the command does in 5-10 words, active voice (shown to the user, never run).",
     },
     "timeoutMs": {"type": "number", "description": "Timeout in milliseconds (the executor caps it)."},
     "workdir": {
@@ -64,7 +63,7 @@ TASK_PARAMETERS: SchemaSpec = {
 
 class BashArgs(TypedDict, total=False):
     command: Required[str]
-    description: Required[str]
+    description: NotRequired[str]
     timeoutMs: float
     workdir: str
     run_in_background: bool
@@ -96,15 +95,31 @@ def resolve_workdir(workdir: str | None, execution: ToolExecution) -> str | None
     return workdir
 
 
+TITLE_CHARS = 80
+"""The longest card title taken from a command's first line."""
+
+
+def command_title(command: str) -> str:
+    """A card title for ``command``: its first non-blank line, cut to :data:`TITLE_CHARS`
+    characters; ``…`` marks that something was left out (more text or more lines)."""
+    lines = [line.strip() for line in command.strip().splitlines()]
+    first = lines[0] if lines else ""
+    if len(first) > TITLE_CHARS:
+        return first[: TITLE_CHARS - 1].rstrip() + "…"
+    return first + " …" if len(lines) > 1 else first
+
+
 def present_bash_call(args: BashArgs) -> ToolCallPresentation:
-    """The command as title, the description as content, a terminal card (unless background)."""
+    """The command's first line as title, the description (when given) as content, a
+    terminal card (unless background)."""
     command = args["command"]
     background = args.get("run_in_background") is True
+    description = args.get("description", "").strip()
     return ToolCallPresentation(
-        title=command,
+        title=command_title(command),
         kind="execute",
         raw_input=command,
-        content=[text(args["description"])],
+        content=[text(description)] if description else None,
         terminal=None if background else ToolTerminal(cwd=args.get("workdir")),
     )
 
@@ -177,8 +192,6 @@ class BashTools:
         command = args["command"]
         if not command.strip():
             raise _invalid("invalid command: expected a non-empty string")
-        if not args["description"].strip():
-            raise _invalid("invalid description: expected a non-empty string")
         timeout = args.get("timeoutMs")
         if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
             raise _invalid(f"invalid timeoutMs: expected a positive number, got {json_text(timeout)}")
