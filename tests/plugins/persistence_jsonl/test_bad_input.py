@@ -148,7 +148,7 @@ async def test_a_root_below_a_regular_file_is_a_clear_error_and_a_reload_persist
     await rig.mount()
     _fiber, session = await rig.live("s1")
     session.append("user/message", {"content": [], "source": {"kind": "user"}})
-    with pytest.raises(PersistenceError, match=r'reading session "s1" failed: .*Not a directory') as raised:
+    with pytest.raises(PersistenceError, match=r'session "s1" .*Not a directory') as raised:
         await rig.flush(session)
     assert raised.value.code == "STORAGE_IO"
     assert isinstance(raised.value.__cause__, NotADirectoryError)
@@ -248,7 +248,8 @@ async def test_a_filesystem_without_hard_links_fails_materialization_cleanly(
 
 
 async def test_two_instances_on_one_root_never_overwrite_a_log(root: Path) -> None:
-    """(materialization refuses to replace a log another writer published meanwhile)"""
+    """(one writer per session: the second instance is refused at create, naming the holder's pid;
+    materialization still refuses to replace a log that a writer without a lock published meanwhile)"""
     contexts = [Context(), Context()]
     try:
         for ctx in contexts:
@@ -256,14 +257,19 @@ async def test_two_instances_on_one_root_never_overwrite_a_log(root: Path) -> No
             await ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
         left, right = (ctx[SESSION_PERSISTENCE] for ctx in contexts)
         await left.create(meta("s1", CWD))
-        await right.create(meta("s1", CWD))
-        await left.append("s1", one_turn_log())
+        locked = rf'session "s1" is in use by another dsh process \(pid {os.getpid()}\)'
+        with pytest.raises(PersistenceError, match=locked) as raised:
+            await right.create(meta("s1", CWD))
+        assert raised.value.code == "SESSION_LOCKED"
+        path = Path(log_path(str(root), CWD, "s1"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(expected_bytes(meta("s1", CWD), one_turn_log()))
         with pytest.raises(
             PersistenceError, match=r'refusing to materialize "s1": a log already exists on disk'
         ) as raised:
-            await right.append("s1", one_user_turn())
+            await left.append("s1", one_user_turn())
         assert raised.value.code == "SESSION_EXISTS"
-        assert Path(log_path(str(root), CWD, "s1")).read_bytes() == expected_bytes(meta("s1", CWD), one_turn_log())
+        assert path.read_bytes() == expected_bytes(meta("s1", CWD), one_turn_log())
     finally:
         for ctx in contexts:
             await ctx.dispose()

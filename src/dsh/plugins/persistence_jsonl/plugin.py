@@ -16,6 +16,7 @@ from dsh.core.persistence import (
     CoordinatedPersistence,
     PersistenceError,
     StoredPrefix,
+    WriterLocks,
     escape_lone_surrogates,
     make_private_dirs,
     run_blocking,
@@ -64,6 +65,12 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     writes into (covering a directory another writer created but crashed before
     syncing).
 
+    One writer per session: loading, adopting or creating a session first takes its
+    writer lock, an ``flock`` on ``<root>/<hash of the id>.lock`` held until the backend
+    closes (or the process ends); a session another process holds is refused with
+    ``SESSION_LOCKED`` naming that process's pid. The lock is keyed by id alone, not
+    by the cwd bucket, because an id names one session across every bucket.
+
     Every hook runs its blocking file I/O in the event loop's default executor, so
     other sessions keep running and different sessions' fsyncs overlap; a read scans
     the log there too, while a write encodes its lines on the loop first (small work
@@ -81,6 +88,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     def __init__(self, ctx: Context, config: JsonlConfig) -> None:
         self.root = os.path.abspath(config.root)
         self._synced_buckets: set[str] = set()
+        self.locks = WriterLocks(self.root)
         super().__init__(ctx)
 
     @contextmanager
@@ -210,6 +218,17 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
     async def delete_stored(self, id: str) -> None:
         await run_blocking(None, partial(self._delete, id))
+
+    async def lock_writer(self, id: str) -> None:
+        """Hold ``<root>/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`)."""
+        with self._storage(f'locking session "{id}"'):
+            for directory in make_private_dirs(self.root):
+                fsync_dir(os.path.dirname(directory))
+        self.locks.acquire(id)
+
+    async def close(self) -> None:
+        """Release the writer locks this backend holds."""
+        self.locks.close()
 
     async def list(self) -> builtins.list[SessionHeader]:
         return await run_blocking(None, self._headers)
