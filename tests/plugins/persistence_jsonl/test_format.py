@@ -141,7 +141,7 @@ def test_rejects_a_seq_gap_before_a_later_committed_turn_end_committed_data_dama
     """rejects a seq gap BEFORE a later committed turn/end (committed data damaged)"""
     data = raw_log(event("turn/start", 0, turn_start(1)), event("turn/end", 2, turn_end(1)))
     with pytest.raises(
-        PersistenceError, match=r"seq gap in committed region at line 2 \(expected 1, got 2\)"
+        PersistenceError, match=r"seq gap in committed region at line 3 \(expected 1, got 2\)"
     ) as raised:
         scan_log(data)
     assert raised.value.code == "CORRUPT_LOG"
@@ -151,7 +151,7 @@ def test_rejects_a_corrupt_line_before_a_later_committed_turn_end_committed_data
     """rejects a corrupt line BEFORE a later committed turn/end (committed data damaged)"""
     log = one_turn_log()
     data = raw_log(log[0]) + b'{"type":"user/message",oops}\n' + b"".join(line_of(item) for item in log[2:])
-    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 2") as raised:
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3") as raised:
         scan_log(data)
     assert raised.value.__cause__ is not None
 
@@ -161,7 +161,7 @@ def test_a_shape_violation_in_the_committed_region_counts_as_unparsable() -> Non
     log = one_turn_log()
     broken = dict(log[1], data={"content": "not a list", "source": {"kind": "user"}})
     data = raw_log(log[0], broken, *log[2:])  # type: ignore[arg-type]
-    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 2"):
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3"):
         scan_log(data)
 
 
@@ -236,7 +236,7 @@ def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
     assert scan.committed_bytes == len(committed)
     assert scan.events[1]["data"]["content"][0]["text"] == "héllo 😀 世界"
     damaged = raw_log(*wide_turn()[:2]) + b"\xff\xfe\n" + b"".join(line_of(item) for item in wide_turn()[3:])
-    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3") as raised:
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 4") as raised:
         scan_log(damaged)
     assert isinstance(raised.value.__cause__, UnicodeDecodeError)
 
@@ -244,5 +244,5 @@ def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
 def test_a_turn_end_out_of_sequence_is_itself_committed_damage() -> None:
     """(a parseable turn/end with the wrong seq still marks the region before it as committed)"""
     data = raw_log(event("turn/start", 0, turn_start(1)), event("turn/end", 5, turn_end(1)))
-    with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 2 \(expected 1, got 5\)"):
+    with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 3 \(expected 1, got 5\)"):
         scan_log(data)

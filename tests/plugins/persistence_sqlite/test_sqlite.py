@@ -176,9 +176,9 @@ def test_rejects_opening_a_database_whose_schema_version_is_not_the_current_buil
 
 
 async def test_a_corrupt_json_row_in_the_uncommitted_tail_is_discarded_on_load_not_unloadable(
-    rig: Rig, db_path: Path
+    rig: Rig, db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """a corrupt-JSON row in the uncommitted tail is discarded on load, not unloadable"""
+    """a corrupt-JSON row in the uncommitted tail is discarded on load (said once, naming the database)"""
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
     await persistence.append("s1", one_turn_log())
@@ -190,6 +190,8 @@ async def test_a_corrupt_json_row_in_the_uncommitted_tail_is_discarded_on_load_n
     assert [seq for seq, _type in stored_seqs(db_path, "s1")] == list(range(6))
     await fresh.append("s1", short_turn(2, 6))
     assert seqs((await fresh.load("s1")).events) == list(range(8))
+    warned = [record.getMessage() for record in caplog.records if "torn tail" in record.getMessage()]
+    assert warned == [f'{db_path}: removed a torn tail of session "s1" (events from seq 6 on)']
 
 
 async def test_append_rolls_back_the_whole_batch_on_a_mid_batch_seq_collision_transaction(

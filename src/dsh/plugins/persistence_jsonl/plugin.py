@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import errno
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -78,7 +79,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     a hook whose caller is cancelled still finishes its file work (see
     :func:`~dsh.core.persistence.run_blocking`), so a batch is never left half written.
     OS failures are raised as :class:`~dsh.core.persistence.PersistenceError` (code
-    ``STORAGE_IO``, the ``OSError`` as ``__cause__``).
+    ``STORAGE_IO``, the ``OSError`` as ``__cause__``). A log that is a symbolic link is
+    never read, appended to or truncated (``SYMLINKED_LOG``): every log is opened with
+    ``O_NOFOLLOW``.
     """
 
     name = "session-persistence-jsonl"
@@ -96,6 +99,13 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         try:
             yield
         except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise PersistenceError(
+                    f"{action} refused: {error.filename} is a symbolic link and dsh never follows one "
+                    "(replace the link with the log file itself)",
+                    "SYMLINKED_LOG",
+                    error,
+                ) from error
             raise PersistenceError(
                 f"{action} failed: {error} (check that {self.root} is a writable directory on a disk with free space)",
                 "STORAGE_IO",
@@ -119,10 +129,10 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         return None
 
     @staticmethod
-    def _prefix(data: bytes | None) -> StoredPrefix | None:
-        if data is None:
+    def _prefix(path: str | None, data: bytes | None) -> StoredPrefix | None:
+        if path is None or data is None:
             return None
-        scan = scan_log(data)
+        scan = scan_log(data, path)
         marker = scan.committed_bytes if scan.committed_bytes < len(data) else MISSING
         return StoredPrefix(scan.meta, scan.events, marker)
 
@@ -131,12 +141,13 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         with self._storage(f'reading session "{id}"'):
             path = self._find(id)
             data = None if path is None else read_if_exists(path)
-        return self._prefix(data)
+        return self._prefix(path, data)
 
     def _read_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        path = log_path(self.root, cwd, id)
         with self._storage(f'reading session "{id}"'):
-            data = read_if_exists(log_path(self.root, cwd, id))
-        return self._prefix(data)
+            data = read_if_exists(path)
+        return self._prefix(path, data)
 
     def _write_batch(self, id: str, path: str, data: bytes, materialized: bool) -> None:
         with self._storage(f'writing session "{id}"'):
@@ -168,6 +179,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         with self._storage(f'repairing session "{id}"'):
             if torn_marker is not MISSING:
                 truncate_durably(path, cast(int, torn_marker))
+                self.own_ctx.logger.warn(
+                    "%s: removed a torn tail (an unfinished write) after byte %d", path, cast(int, torn_marker)
+                )
             if closers:
                 append_durably(path, closers)
 
@@ -183,7 +197,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             for bucket in self._buckets():
                 with os.scandir(bucket) as entries:
                     paths = sorted(
-                        entry.path for entry in entries if entry.name.endswith(LOG_SUFFIX) and entry.is_file()
+                        entry.path
+                        for entry in entries
+                        if entry.name.endswith(LOG_SUFFIX) and entry.is_file(follow_symlinks=False)
                     )
                 for path in paths:
                     line = read_first_line(path)

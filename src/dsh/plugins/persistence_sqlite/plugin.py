@@ -181,6 +181,9 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         with self._transaction(f'repairing session "{id}"') as db:
             if torn_marker is not MISSING:
                 db.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (id, cast(int, torn_marker)))
+                self.own_ctx.logger.warn(
+                    '%s: removed a torn tail of session "%s" (events from seq %d on)', self.path, id, torn_marker
+                )
             db.executemany(_INSERT_EVENT, closers)
 
     def _delete(self, id: str) -> None:
