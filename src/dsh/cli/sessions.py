@@ -4,12 +4,15 @@ The built-in profile boots only ``sessions`` and JSONL persistence under the ses
 root (no model, no key needed); ``--config`` boots the given tree, which must provide
 ``session_persistence``. Everything goes through that service, so any backend works.
 
-* ``list``: one row per stored session, oldest first: id, creation time, turns and
-  workspace (``--json``: one object per line). ``list`` never loads a log (loading
+* ``list``: one row per stored session, oldest first: id, creation time, turns,
+  workspace and first prompt (``--json``: one object per line, the prompt as
+  ``title``). ``list`` never loads a log (loading
   repairs a crash tail, which must not happen to a session another process is still
   writing): turns are counted from the JSONL file read-only, and shown as ``-`` for
   other backends.
 * ``show``: the session as a transcript (``--json``: its JSONL lines, header first).
+  ``ID`` may be any unique start of a session id (:func:`resolve_session_id`, also
+  used for ``--resume``).
   Loading repairs a crash tail durably first (SPEC §4b), so what is shown is what a
   resume would continue.
 * ``rm``: delete the session.
@@ -25,9 +28,11 @@ from typing import Any
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import Tree, resolve_tree
+from dsh.cli.session_ids import resolve_session_id
 from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
 from dsh.core.errors import HarnessError
+from dsh.core.llm import text_of
 from dsh.core.persistence import SESSION_PERSISTENCE, SessionPersistence, escape_lone_surrogates
 from dsh.core.session import SessionHeader, header_line, session_event_line
 from dsh.kernel import unwrap
@@ -36,6 +41,24 @@ from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
 TURN_START_LINE = b'\n{"type":"turn/start",'
 """How every ``turn/start`` line of a JSONL log begins (its key order is fixed)."""
 
+USER_MESSAGE_LINE = b'\n{"type":"user/message",'
+"""How every ``user/message`` line of a JSONL log begins."""
+
+TITLE_WIDTH = 50
+"""The widest first prompt the ``list`` table shows (longer ones are cut with an ellipsis)."""
+
+
+def _log_bytes(persistence: SessionPersistence, header: SessionHeader) -> bytes | None:
+    """The JSONL file of a session, read without loading it; None for other backends or an unreadable file."""
+    backend = unwrap(persistence)
+    if not isinstance(backend, SessionPersistenceJsonl):
+        return None
+    try:
+        with open(log_path(backend.root, header.get("cwd"), header["id"]), "rb") as file:
+            return file.read()
+    except OSError:
+        return None
+
 
 def count_turns(persistence: SessionPersistence, header: SessionHeader) -> int | None:
     """The number of turns a session's log holds, read without loading it; None when unknown.
@@ -43,36 +66,53 @@ def count_turns(persistence: SessionPersistence, header: SessionHeader) -> int |
     Only the JSONL backend's files can be read this way (other backends give None), and
     an unreadable file gives None too.
     """
-    backend = unwrap(persistence)
-    if not isinstance(backend, SessionPersistenceJsonl):
+    data = _log_bytes(persistence, header)
+    return None if data is None else data.count(TURN_START_LINE)
+
+
+def first_prompt(data: bytes) -> str | None:
+    """The text of the first ``user/message`` line of JSONL log bytes ``data``, on one line; None if there is none."""
+    start = data.find(USER_MESSAGE_LINE)
+    if start < 0:
         return None
+    end = data.find(b"\n", start + 1)
     try:
-        with open(log_path(backend.root, header.get("cwd"), header["id"]), "rb") as file:
-            return file.read().count(TURN_START_LINE)
-    except OSError:
+        event = json.loads(data[start + 1 : end if end >= 0 else len(data)])
+        text = text_of(event["data"]["content"])
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
+    return " ".join(text.split()) or None
 
 
-def _row(header: SessionHeader, turns: int | None) -> dict[str, Any]:
+def _title(text: str) -> str:
+    return text if len(text) <= TITLE_WIDTH else text[: TITLE_WIDTH - 1] + "…"
+
+
+def _row(header: SessionHeader, data: bytes | None) -> dict[str, Any]:
     row: dict[str, Any] = {"id": header["id"], "createdAt": header["createdAt"]}
     if "cwd" in header:
         row["cwd"] = header["cwd"]
     if "parentSession" in header:
         row["parentSession"] = header["parentSession"]
-    if turns is not None:
-        row["turns"] = turns
+    if data is not None:
+        row["turns"] = data.count(TURN_START_LINE)
+        prompt = first_prompt(data)
+        if prompt is not None:
+            row["title"] = prompt
     return row
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """The ``list`` table: a header line, then one aligned line per session."""
-    table = [("ID", "CREATED", "TURNS", "CWD")]
+    """The ``list`` table: a header line, then one aligned line per session (the title shortened)."""
+    table = [("ID", "CREATED", "TURNS", "CWD", "FIRST PROMPT")]
     for row in rows:
         turns = str(row["turns"]) if "turns" in row else "-"
-        table.append((row["id"], format_time(row["createdAt"]), turns, row.get("cwd", "-")))
-    widths = [max(len(line[column]) for line in table) for column in range(3)]
+        title = _title(row["title"]) if "title" in row else "-"
+        table.append((row["id"], format_time(row["createdAt"]), turns, row.get("cwd", "-"), title))
+    widths = [max(len(line[column]) for line in table) for column in range(4)]
     lines = [
-        f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]}".rstrip() for line in table
+        f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]:<{widths[3]}}  {line[4]}"
+        for line in table
     ]
     return "\n".join(lines) + "\n"
 
@@ -84,7 +124,7 @@ def _out(text: str) -> None:
 
 async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lines: bool) -> int:
     headers = sorted(await persistence.list(), key=lambda header: (header["createdAt"], header["id"]))
-    rows = [_row(header, count_turns(persistence, header)) for header in headers]
+    rows = [_row(header, _log_bytes(persistence, header)) for header in headers]
     if json_lines:
         _out("".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows))
     elif rows:
@@ -95,7 +135,7 @@ async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lin
 
 
 async def show_session(persistence: SessionPersistence, session_id: str, *, json_lines: bool) -> int:
-    loaded = await persistence.load(session_id)
+    loaded = await persistence.load(await resolve_session_id(persistence, session_id))
     if json_lines:
         lines = [header_line(loaded.meta), *(session_event_line(event) for event in loaded.events)]
         _out("".join(line + "\n" for line in lines))
