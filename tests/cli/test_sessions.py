@@ -249,3 +249,66 @@ async def test_show_of_a_damaged_log_names_the_action_file_and_line(
     assert capsys.readouterr().err == (
         f"dsh: sessions show: corrupt session log: unparsable committed event at line 2 of {path}\n"
     )
+
+
+async def test_check_reports_each_damaged_or_torn_log_and_repair_cuts_it_after_a_copy(
+    sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    intact = await demo_run(sessions_root, workspace, "echo one", capsys)
+    torn = await demo_run(sessions_root, workspace, "echo two", capsys)
+    damaged = await demo_run(sessions_root, workspace, "echo three", capsys)
+    assert await amain(sessions(sessions_root, "check")) == 0
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "dsh: checked 3 session(s) of the built-in storage profile: 0 problem(s)\n")
+    paths = {path.stem: path for path in session_files(sessions_root)}
+    with paths[torn].open("ab") as log:
+        log.write(b'{"type":"turn/start","se')
+    original = paths[damaged].read_bytes()
+    lines = original.split(b"\n")
+    lines[3] = b"garbage"
+    paths[damaged].write_bytes(b"\n".join(lines))
+    assert await amain(sessions(sessions_root, "check")) == 1
+    out, err = capsys.readouterr()
+    assert sorted(out.splitlines()) == sorted(
+        [
+            f"{torn}: a torn tail (an unfinished write); a resume or `dsh sessions repair {torn}` removes it",
+            f"{damaged}: corrupt session log: unparsable committed event at line 4 of {paths[damaged]} "
+            f"(run `dsh sessions repair {damaged}`)",
+        ]
+    )
+    assert err.endswith(": 2 problem(s)\n")
+    damaged_bytes = paths[damaged].read_bytes()
+    assert await amain(sessions(sessions_root, "repair", damaged)) == 0
+    out = capsys.readouterr().out
+    (backup,) = paths[damaged].parent.glob(f"{paths[damaged].name}.bak-*")
+    assert backup.read_bytes() == damaged_bytes
+    cut = len(damaged_bytes) - len(b"\n".join(lines[:3])) - 1
+    assert out.splitlines()[0] == f"{paths[damaged]}: cut {cut} damaged byte(s); the whole file was saved as {backup}"
+    assert out.splitlines()[1] == f"repaired {damaged}: 3 event(s) kept"  # two intact, one closer
+    assert await amain(sessions(sessions_root, "repair", intact)) == 0
+    assert capsys.readouterr().out == f"repaired {intact}: {len(log_of(sessions_root, intact)[1])} event(s) kept\n"
+    assert await amain(sessions(sessions_root, "repair", torn)) == 0
+    capsys.readouterr()
+    assert await amain(sessions(sessions_root, "check")) == 0
+    assert await amain(sessions(sessions_root, "repair", "ghost")) == 1
+    assert capsys.readouterr().err.endswith('sessions repair: session "ghost" not found\n')
+
+
+async def test_repair_refuses_other_backends_and_symlinked_logs(
+    sessions_root: Path, workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings.from_args(namespace(cwd=str(workspace), demo=True), {})
+    sqlite = {"id": "persistence", "name": "session-persistence-sqlite", "config": {"path": str(tmp_path / "s.db")}}
+    entries = [entry if entry["id"] != "persistence" else sqlite for entry in profile_entries(settings)]
+    tree = write_tree(tmp_path / "tree.yml", entries)
+    assert await amain(["sessions", "repair", "x", "--config", str(tree)]) == 1
+    assert "sessions repair works on JSONL logs only" in capsys.readouterr().err
+    session_id = await demo_run(sessions_root, workspace, "echo one", capsys)
+    (path,) = session_files(sessions_root)
+    target = tmp_path / "target.jsonl"
+    path.rename(target)
+    path.symlink_to(target)
+    before = target.read_bytes()
+    assert await amain(sessions(sessions_root, "repair", session_id)) == 1
+    assert "is a symbolic link and dsh never follows one" in capsys.readouterr().err
+    assert target.read_bytes() == before

@@ -1,4 +1,4 @@
-"""``dsh sessions list | show ID | rm ID``: the persisted sessions.
+"""``dsh sessions list | show ID | check | repair ID | rm ID``: the persisted sessions.
 
 The built-in profile boots only ``sessions`` and JSONL persistence under the sessions
 root (no model, no key needed); ``--config`` boots the given tree, which must provide
@@ -15,6 +15,10 @@ root (no model, no key needed); ``--config`` boots the given tree, which must pr
   used for ``--resume``).
   Loading repairs a crash tail durably first (SPEC §4b), so what is shown is what a
   resume would continue.
+* ``check``: read every log back without writing; one line per problem (damage in
+  committed history, a torn tail), exit 1 when there is any.
+* ``repair ID``: cut a damaged JSONL log back to its intact start after saving the
+  whole file as ``<log>.bak-<time>-<pid>``, then load it (closing an interrupted turn).
 * ``rm``: delete the session.
 """
 
@@ -23,7 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, cast
 
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
@@ -33,7 +37,13 @@ from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
 from dsh.core.errors import HarnessError
 from dsh.core.llm import text_of
-from dsh.core.persistence import SESSION_PERSISTENCE, SessionPersistence, escape_lone_surrogates
+from dsh.core.persistence import (
+    MISSING,
+    SESSION_PERSISTENCE,
+    PersistenceBackend,
+    SessionPersistence,
+    escape_lone_surrogates,
+)
 from dsh.core.session import SessionHeader, header_line, session_event_line
 from dsh.kernel import unwrap
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
@@ -152,6 +162,45 @@ async def remove_session(persistence: SessionPersistence, session_id: str, tree:
     return 0
 
 
+async def check_sessions(persistence: SessionPersistence, tree: Tree) -> int:
+    """Read every stored log back without writing; one stdout line per problem, 1 when there is any.
+
+    Reads through the storage hooks (:class:`PersistenceBackend`, which every shipped
+    backend implements), never through ``load``, which would repair what it finds.
+    """
+    backend = cast(PersistenceBackend, unwrap(persistence))
+    headers = sorted(await persistence.list(), key=lambda header: (header["createdAt"], header["id"]))
+    problems: list[str] = []
+    for header in headers:
+        id = header["id"]
+        try:
+            stored = await backend.load_stored(id)
+        except HarnessError as error:
+            problems.append(f"{id}: {error} (run `dsh sessions repair {id}`)")
+            continue
+        if stored is not None and stored.torn_marker is not MISSING:
+            problems.append(
+                f"{id}: a torn tail (an unfinished write); a resume or `dsh sessions repair {id}` removes it"
+            )
+    _out("".join(problem + "\n" for problem in problems))
+    print(f"dsh: checked {len(headers)} session(s) of {tree.label}: {len(problems)} problem(s)", file=sys.stderr)
+    return 1 if problems else 0
+
+
+async def repair_session(persistence: SessionPersistence, session_id: str) -> int:
+    """Cut a damaged JSONL log back to its intact start (a copy of the file saved first), then close its turn."""
+    backend = unwrap(persistence)
+    if not isinstance(backend, SessionPersistenceJsonl):
+        raise CliError("sessions repair works on JSONL logs only: restore other backends from a backup")
+    cut = await backend.cut_damage(session_id)
+    if cut is not None:
+        path, backup, size = cut
+        _out(f"{path}: cut {size} damaged byte(s); the whole file was saved as {backup}\n")
+    loaded = await persistence.load(session_id)
+    _out(f"repaired {session_id}: {len(loaded.events)} event(s) kept\n")
+    return 0
+
+
 async def run_action(tree: Tree, args: argparse.Namespace) -> int:
     """Boot ``tree`` and run the ``sessions`` action ``args.action`` against its persistence."""
     async with booted(tree) as root:
@@ -166,6 +215,10 @@ async def run_action(tree: Tree, args: argparse.Namespace) -> int:
                 return await list_sessions(persistence, tree, json_lines=bool(args.json))
             if args.action == "show":
                 return await show_session(persistence, args.id, json_lines=bool(args.json))
+            if args.action == "check":
+                return await check_sessions(persistence, tree)
+            if args.action == "repair":
+                return await repair_session(persistence, args.id)
             return await remove_session(persistence, args.id, tree)
         except HarnessError as error:
             raise CliError(f"sessions {args.action}: {error}") from error

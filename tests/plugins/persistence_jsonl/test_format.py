@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from dsh.core.persistence import PersistenceError
 from dsh.core.session import SessionEvent, dumps_json, header_line, session_event_line
 from dsh.plugins.persistence_jsonl import NO_CWD_BUCKET, bucket_name, encode_segment, log_path, scan_log
+from dsh.plugins.persistence_jsonl.scan import intact_bytes
 from tests.core.persistence.helpers import meta, seqs
 from tests.core.session.helpers import event, one_turn_log, step, turn_end, turn_start
 
@@ -246,3 +247,15 @@ def test_a_turn_end_out_of_sequence_is_itself_committed_damage() -> None:
     data = raw_log(event("turn/start", 0, turn_start(1)), event("turn/end", 5, turn_end(1)))
     with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 3 \(expected 1, got 5\)"):
         scan_log(data)
+
+
+def test_intact_bytes_is_the_header_and_the_contiguous_valid_events_even_before_a_turn_end() -> None:
+    log = one_turn_log()
+    whole = raw_log(*log)
+    assert intact_bytes(whole) == len(whole)
+    assert intact_bytes(whole + b"torn") == len(whole)
+    damaged = raw_log(*log[:2]) + b"garbage\n" + b"".join(line_of(item) for item in log[3:])
+    assert intact_bytes(damaged) == len(raw_log(*log[:2]))
+    for data in (b"", b"\xff\xfe\n", b"[1]\n"):
+        with pytest.raises(PersistenceError, match=r"header"):
+            intact_bytes(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import errno
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -35,7 +36,7 @@ from dsh.plugins.persistence_jsonl.files import (
     truncate_durably,
 )
 from dsh.plugins.persistence_jsonl.layout import LOG_SUFFIX, encode_segment, log_path
-from dsh.plugins.persistence_jsonl.scan import parse_header_line, scan_log
+from dsh.plugins.persistence_jsonl.scan import intact_bytes, parse_header_line, scan_log
 
 
 class JsonlConfig(BaseModel):
@@ -210,6 +211,31 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
                     except PersistenceError:
                         continue
         return headers
+
+    def _cut_damage(self, id: str) -> tuple[str, str, int] | None:
+        path = self._find(id)
+        if path is None:
+            raise PersistenceError(f'session "{id}" not found', "SESSION_NOT_FOUND")
+        data = read_if_exists(path) or b""
+        keep = intact_bytes(data)
+        if keep == len(data):
+            return None
+        backup = f"{path}.bak-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        publish_new_file(backup, data)
+        truncate_durably(path, keep)
+        return path, backup, len(data) - keep
+
+    async def cut_damage(self, id: str) -> tuple[str, str, int] | None:
+        """Cut the log of ``id`` back to its intact start, after saving a copy of the whole file.
+
+        Takes the writer lock first, so a session another process writes is refused
+        (``SESSION_LOCKED``). Returns ``(log path, copy path, bytes cut)``, or None when
+        the log is intact. Never follows a symlinked log (``SYMLINKED_LOG``); a bad
+        header is refused (``CORRUPT_LOG``: there is nothing to keep).
+        """
+        await self.lock_writer(id)
+        with self._storage(f'repairing session "{id}"'):
+            return await run_blocking(None, partial(self._cut_damage, id))
 
     # ------------------------------------------------------------------ storage hooks
     async def load_stored(self, id: str) -> StoredPrefix | None:

@@ -115,3 +115,19 @@ def scan_log(buffer: bytes, path: str | None = None) -> LogScan:
     if bad == len(parsed):
         return LogScan(meta, cast(list[SessionEvent], parsed), buffer.rfind(b"\n") + 1)
     return LogScan(meta, cast(list[SessionEvent], parsed[:bad]), _byte_length(lines[: bad + 1]))
+
+
+def intact_bytes(buffer: bytes) -> int:
+    """The byte length of the longest intact start of a log: its header and contiguous valid events.
+
+    Unlike :func:`scan_log` this never refuses committed damage: it is where a repair
+    cuts. Raises :class:`PersistenceError` (``CORRUPT_LOG``) when the header itself is
+    missing or bad (nothing of the log is intact then).
+    """
+    lines = _split_lines(buffer)
+    if not lines:
+        raise PersistenceError("empty or header-less session log", "CORRUPT_LOG")
+    first = lines[0]
+    _header_from_text(first) if isinstance(first, str) else parse_header_line(first)
+    bad, _committed = torn_tail(parse_event_lines(lines[1:]))
+    return _byte_length(lines[: bad + 1])
