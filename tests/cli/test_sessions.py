@@ -290,6 +290,15 @@ async def test_check_reports_each_damaged_or_torn_log_and_repair_cuts_it_after_a
     assert await amain(sessions(sessions_root, "repair", torn)) == 0
     capsys.readouterr()
     assert await amain(sessions(sessions_root, "check")) == 0
+    stray = paths[intact].parent / "stray.jsonl"
+    stray.write_bytes(b"not a header\n")
+    (paths[intact].parent / "link.jsonl").symlink_to(paths[intact])
+    capsys.readouterr()
+    assert await amain(sessions(sessions_root, "check")) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: not a readable session log (a symbolic link, or no valid header line): move it away"
+        for path in (paths[intact].parent / "link.jsonl", stray)
+    ]
     assert await amain(sessions(sessions_root, "repair", "ghost")) == 1
     assert capsys.readouterr().err.endswith('sessions repair: session "ghost" not found\n')
 
@@ -303,6 +312,8 @@ async def test_repair_refuses_other_backends_and_symlinked_logs(
     tree = write_tree(tmp_path / "tree.yml", entries)
     assert await amain(["sessions", "repair", "x", "--config", str(tree)]) == 1
     assert "sessions repair works on JSONL logs only" in capsys.readouterr().err
+    assert await amain(["sessions", "check", "--config", str(tree)]) == 0
+    assert capsys.readouterr().err.endswith(": 0 problem(s)\n")
     session_id = await demo_run(sessions_root, workspace, "echo one", capsys)
     (path,) = session_files(sessions_root)
     target = tmp_path / "target.jsonl"

@@ -182,6 +182,11 @@ async def check_sessions(persistence: SessionPersistence, tree: Tree) -> int:
             problems.append(
                 f"{id}: a torn tail (an unfinished write); a resume or `dsh sessions repair {id}` removes it"
             )
+    if isinstance(backend, SessionPersistenceJsonl):
+        problems.extend(
+            f"{path}: not a readable session log (a symbolic link, or no valid header line): move it away"
+            for path in backend.unlisted_logs(headers)
+        )
     _out("".join(problem + "\n" for problem in problems))
     print(f"dsh: checked {len(headers)} session(s) of {tree.label}: {len(problems)} problem(s)", file=sys.stderr)
     return 1 if problems else 0

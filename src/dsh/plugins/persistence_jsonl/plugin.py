@@ -6,7 +6,7 @@ import builtins
 import errno
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import cast
@@ -211,6 +211,21 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
                     except PersistenceError:
                         continue
         return headers
+
+    def unlisted_logs(self, headers: Iterable[SessionHeader]) -> builtins.list[str]:
+        """The ``.jsonl`` entries under the root that :meth:`list` skips (no valid header, a symlink), sorted.
+
+        ``headers`` are what :meth:`list` returned. Blocking (a directory scan).
+        """
+        listed = {log_path(self.root, header.get("cwd"), header["id"]) for header in headers}
+        with self._storage("listing sessions"):
+            found = [
+                entry.path
+                for bucket in self._buckets()
+                for entry in os.scandir(bucket)
+                if entry.name.endswith(LOG_SUFFIX)
+            ]
+        return sorted(path for path in found if path not in listed)
 
     def _cut_damage(self, id: str) -> tuple[str, str, int] | None:
         path = self._find(id)
