@@ -269,6 +269,8 @@ async def test_two_instances_on_one_root_never_overwrite_a_log(root: Path) -> No
         with pytest.raises(PersistenceError, match=locked) as raised:
             await right.create(meta("s1", CWD))
         assert raised.value.code == "SESSION_LOCKED"
+        with pytest.raises(PersistenceError, match=locked):
+            await right.delete("s1")
         path = Path(log_path(str(root), CWD, "s1"))
         path.parent.mkdir(parents=True)
         path.write_bytes(expected_bytes(meta("s1", CWD), one_turn_log()))

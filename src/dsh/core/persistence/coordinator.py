@@ -21,7 +21,8 @@ previous one settled, whether it succeeded or failed (a failure is reported to i
 caller only). Chained operations never await another chained operation of the same
 id; they call the un-chained ``_*_core`` helpers instead, so a chain cannot deadlock.
 
-One writer: before reading a log to load or adopt it, and before tracking a new id,
+One writer: before reading a log to load or adopt it, before tracking a new id, and
+before deleting one,
 the coordinator claims the backend's writer lock of the id
 (:meth:`~dsh.core.persistence.backend.PersistenceBackend.lock_writer`); a session
 another process writes is refused there with ``SESSION_LOCKED``.
@@ -371,6 +372,7 @@ class PersistenceCoordinator:
         return loaded
 
     async def _delete_core(self, id: str) -> None:
+        await self._backend.lock_writer(id)
         await self._backend.delete_stored(id)
         self._states.pop(id, None)
 
