@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = commands.add_parser(
         "sessions",
         parents=[shared],
-        help="list, show or remove persisted sessions",
+        help="list, show, check, repair or remove persisted sessions",
         description="Inspect the sessions the persistence backend holds.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
