@@ -243,6 +243,7 @@ FROZEN: dict[str, list[str]] = {
         "SessionHeader",
         "SessionPersistence",
         "StoredPrefix",
+        "WriterLocks",
         "assert_serializable",
         "escape_lone_surrogates",
         "loads_stored_json",

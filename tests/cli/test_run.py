@@ -125,7 +125,10 @@ async def test_resuming_an_unknown_session_exits_1(
     server: WireServer, sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert await amain(run_args(sessions_root, workspace, "--resume", "nope", "hi")) == EXIT_FAILED
-    assert 'dsh: cannot resume session "nope": session "nope" not found' in capsys.readouterr().err
+    assert (
+        'dsh: cannot resume session "nope": no stored session has an id starting with "nope": see `dsh sessions list`'
+        in capsys.readouterr().err
+    )
     assert server.requests == []
 
 

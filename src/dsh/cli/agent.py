@@ -15,6 +15,7 @@ from typing import Any
 
 from dsh.cli.errors import CliError
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree
+from dsh.cli.session_ids import resolve_resume
 from dsh.cli.settings import Settings
 from dsh.core.agent import AGENTS, Agent, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from dsh.core.errors import HarnessError
@@ -52,6 +53,7 @@ async def start_agent(root: Context, tree: Tree, settings: Settings, resume: str
     if agents is None:
         raise CliError(f"{tree.label} provides no agents service: add an entry with name agents (and agent-loop)")
     options = AgentOptions(model=agent_model(root, tree), system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT)
+    resume = await resolve_resume(root, resume)
     try:
         if resume is not None:
             return await agents.resume(

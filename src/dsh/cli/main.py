@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = commands.add_parser(
         "sessions",
         parents=[shared],
-        help="list, show or remove persisted sessions",
+        help="list, show, check, repair or remove persisted sessions",
         description="Inspect the sessions the persistence backend holds.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -190,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print the session's JSONL lines, header first")
+    actions.add_parser("check", parents=[shared], help="verify every log; one line per problem, exit 1 if any")
+    repair = actions.add_parser(
+        "repair", parents=[shared], help="cut a damaged log back to its intact start (a copy is saved first)"
+    )
+    repair.add_argument("id", metavar="ID")
     remove = actions.add_parser("rm", parents=[shared], help="delete a session")
     remove.add_argument("id", metavar="ID")
 

@@ -1,17 +1,24 @@
-"""``dsh sessions list | show ID | rm ID``: the persisted sessions.
+"""``dsh sessions list | show ID | check | repair ID | rm ID``: the persisted sessions.
 
 The built-in profile boots only ``sessions`` and JSONL persistence under the sessions
 root (no model, no key needed); ``--config`` boots the given tree, which must provide
 ``session_persistence``. Everything goes through that service, so any backend works.
 
-* ``list``: one row per stored session, oldest first: id, creation time, turns and
-  workspace (``--json``: one object per line). ``list`` never loads a log (loading
+* ``list``: one row per stored session, oldest first: id, creation time, turns,
+  workspace and first prompt (``--json``: one object per line, the prompt as
+  ``title``). ``list`` never loads a log (loading
   repairs a crash tail, which must not happen to a session another process is still
   writing): turns are counted from the JSONL file read-only, and shown as ``-`` for
   other backends.
 * ``show``: the session as a transcript (``--json``: its JSONL lines, header first).
+  ``ID`` may be any unique start of a session id (:func:`resolve_session_id`, also
+  used for ``--resume``).
   Loading repairs a crash tail durably first (SPEC §4b), so what is shown is what a
   resume would continue.
+* ``check``: read every log back without writing; one line per problem (damage in
+  committed history, a torn tail), exit 1 when there is any.
+* ``repair ID``: cut a damaged JSONL log back to its intact start after saving the
+  whole file as ``<log>.bak-<time>-<pid>``, then load it (closing an interrupted turn).
 * ``rm``: delete the session.
 """
 
@@ -20,21 +27,47 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, cast
 
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import Tree, resolve_tree
+from dsh.cli.session_ids import resolve_session_id
 from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
 from dsh.core.errors import HarnessError
-from dsh.core.persistence import SESSION_PERSISTENCE, SessionPersistence, escape_lone_surrogates
+from dsh.core.llm import text_of
+from dsh.core.persistence import (
+    MISSING,
+    SESSION_PERSISTENCE,
+    PersistenceBackend,
+    SessionPersistence,
+    escape_lone_surrogates,
+)
 from dsh.core.session import SessionHeader, header_line, session_event_line
 from dsh.kernel import unwrap
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
 
 TURN_START_LINE = b'\n{"type":"turn/start",'
 """How every ``turn/start`` line of a JSONL log begins (its key order is fixed)."""
+
+USER_MESSAGE_LINE = b'\n{"type":"user/message",'
+"""How every ``user/message`` line of a JSONL log begins."""
+
+TITLE_WIDTH = 50
+"""The widest first prompt the ``list`` table shows (longer ones are cut with an ellipsis)."""
+
+
+def _log_bytes(persistence: SessionPersistence, header: SessionHeader) -> bytes | None:
+    """The JSONL file of a session, read without loading it; None for other backends or an unreadable file."""
+    backend = unwrap(persistence)
+    if not isinstance(backend, SessionPersistenceJsonl):
+        return None
+    try:
+        with open(log_path(backend.root, header.get("cwd"), header["id"]), "rb") as file:
+            return file.read()
+    except OSError:
+        return None
 
 
 def count_turns(persistence: SessionPersistence, header: SessionHeader) -> int | None:
@@ -43,36 +76,53 @@ def count_turns(persistence: SessionPersistence, header: SessionHeader) -> int |
     Only the JSONL backend's files can be read this way (other backends give None), and
     an unreadable file gives None too.
     """
-    backend = unwrap(persistence)
-    if not isinstance(backend, SessionPersistenceJsonl):
+    data = _log_bytes(persistence, header)
+    return None if data is None else data.count(TURN_START_LINE)
+
+
+def first_prompt(data: bytes) -> str | None:
+    """The text of the first ``user/message`` line of JSONL log bytes ``data``, on one line; None if there is none."""
+    start = data.find(USER_MESSAGE_LINE)
+    if start < 0:
         return None
+    end = data.find(b"\n", start + 1)
     try:
-        with open(log_path(backend.root, header.get("cwd"), header["id"]), "rb") as file:
-            return file.read().count(TURN_START_LINE)
-    except OSError:
+        event = json.loads(data[start + 1 : end if end >= 0 else len(data)])
+        text = text_of(event["data"]["content"])
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
+    return " ".join(text.split()) or None
 
 
-def _row(header: SessionHeader, turns: int | None) -> dict[str, Any]:
+def _title(text: str) -> str:
+    return text if len(text) <= TITLE_WIDTH else text[: TITLE_WIDTH - 1] + "…"
+
+
+def _row(header: SessionHeader, data: bytes | None) -> dict[str, Any]:
     row: dict[str, Any] = {"id": header["id"], "createdAt": header["createdAt"]}
     if "cwd" in header:
         row["cwd"] = header["cwd"]
     if "parentSession" in header:
         row["parentSession"] = header["parentSession"]
-    if turns is not None:
-        row["turns"] = turns
+    if data is not None:
+        row["turns"] = data.count(TURN_START_LINE)
+        prompt = first_prompt(data)
+        if prompt is not None:
+            row["title"] = prompt
     return row
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """The ``list`` table: a header line, then one aligned line per session."""
-    table = [("ID", "CREATED", "TURNS", "CWD")]
+    """The ``list`` table: a header line, then one aligned line per session (the title shortened)."""
+    table = [("ID", "CREATED", "TURNS", "CWD", "FIRST PROMPT")]
     for row in rows:
         turns = str(row["turns"]) if "turns" in row else "-"
-        table.append((row["id"], format_time(row["createdAt"]), turns, row.get("cwd", "-")))
-    widths = [max(len(line[column]) for line in table) for column in range(3)]
+        title = _title(row["title"]) if "title" in row else "-"
+        table.append((row["id"], format_time(row["createdAt"]), turns, row.get("cwd", "-"), title))
+    widths = [max(len(line[column]) for line in table) for column in range(4)]
     lines = [
-        f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]}".rstrip() for line in table
+        f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]:<{widths[3]}}  {line[4]}"
+        for line in table
     ]
     return "\n".join(lines) + "\n"
 
@@ -84,7 +134,7 @@ def _out(text: str) -> None:
 
 async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lines: bool) -> int:
     headers = sorted(await persistence.list(), key=lambda header: (header["createdAt"], header["id"]))
-    rows = [_row(header, count_turns(persistence, header)) for header in headers]
+    rows = [_row(header, _log_bytes(persistence, header)) for header in headers]
     if json_lines:
         _out("".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows))
     elif rows:
@@ -95,7 +145,7 @@ async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lin
 
 
 async def show_session(persistence: SessionPersistence, session_id: str, *, json_lines: bool) -> int:
-    loaded = await persistence.load(session_id)
+    loaded = await persistence.load(await resolve_session_id(persistence, session_id))
     if json_lines:
         lines = [header_line(loaded.meta), *(session_event_line(event) for event in loaded.events)]
         _out("".join(line + "\n" for line in lines))
@@ -109,6 +159,50 @@ async def remove_session(persistence: SessionPersistence, session_id: str, tree:
         raise CliError(f'no session "{session_id}" is stored by {tree.label}: see `dsh sessions list`')
     await persistence.delete(session_id)
     _out(f"removed {session_id}\n")
+    return 0
+
+
+async def check_sessions(persistence: SessionPersistence, tree: Tree) -> int:
+    """Read every stored log back without writing; one stdout line per problem, 1 when there is any.
+
+    Reads through the storage hooks (:class:`PersistenceBackend`, which every shipped
+    backend implements), never through ``load``, which would repair what it finds.
+    """
+    backend = cast(PersistenceBackend, unwrap(persistence))
+    headers = sorted(await persistence.list(), key=lambda header: (header["createdAt"], header["id"]))
+    problems: list[str] = []
+    for header in headers:
+        id = header["id"]
+        try:
+            stored = await backend.load_stored(id)
+        except HarnessError as error:
+            problems.append(f"{id}: {error} (run `dsh sessions repair {id}`)")
+            continue
+        if stored is not None and stored.torn_marker is not MISSING:
+            problems.append(
+                f"{id}: a torn tail (an unfinished write); a resume or `dsh sessions repair {id}` removes it"
+            )
+    if isinstance(backend, SessionPersistenceJsonl):
+        problems.extend(
+            f"{path}: not a readable session log (a symbolic link, or no valid header line): move it away"
+            for path in backend.unlisted_logs(headers)
+        )
+    _out("".join(problem + "\n" for problem in problems))
+    print(f"dsh: checked {len(headers)} session(s) of {tree.label}: {len(problems)} problem(s)", file=sys.stderr)
+    return 1 if problems else 0
+
+
+async def repair_session(persistence: SessionPersistence, session_id: str) -> int:
+    """Cut a damaged JSONL log back to its intact start (a copy of the file saved first), then close its turn."""
+    backend = unwrap(persistence)
+    if not isinstance(backend, SessionPersistenceJsonl):
+        raise CliError("sessions repair works on JSONL logs only: restore other backends from a backup")
+    cut = await backend.cut_damage(session_id)
+    if cut is not None:
+        path, backup, size = cut
+        _out(f"{path}: cut {size} damaged byte(s); the whole file was saved as {backup}\n")
+    loaded = await persistence.load(session_id)
+    _out(f"repaired {session_id}: {len(loaded.events)} event(s) kept\n")
     return 0
 
 
@@ -126,6 +220,10 @@ async def run_action(tree: Tree, args: argparse.Namespace) -> int:
                 return await list_sessions(persistence, tree, json_lines=bool(args.json))
             if args.action == "show":
                 return await show_session(persistence, args.id, json_lines=bool(args.json))
+            if args.action == "check":
+                return await check_sessions(persistence, tree)
+            if args.action == "repair":
+                return await repair_session(persistence, args.id)
             return await remove_session(persistence, args.id, tree)
         except HarnessError as error:
             raise CliError(f"sessions {args.action}: {error}") from error

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -59,24 +60,31 @@ async def test_a_hole_in_the_committed_region_refuses_to_load_and_repairs_nothin
     damaged = path.read_bytes() + lines_of(*log[:2]) + b"\x00\x00\x00 zeroed block\n" + lines_of(*log[3:])
     path.write_bytes(damaged)
     persistence = await rig.mount()
-    with pytest.raises(PersistenceError, match=r"corrupt session log: unparsable committed event at line 3"):
+    where = f"line 4 of {re.escape(str(path))}"  # 1-based, the header being line 1
+    with pytest.raises(PersistenceError, match=rf"corrupt session log: unparsable committed event at {where}$"):
         await persistence.load("s1")
     gap = path.read_bytes().replace(b"\x00\x00\x00 zeroed block\n", b"")
     path.write_bytes(gap)
-    with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 3 \(expected 2, got 3\)"):
+    with pytest.raises(PersistenceError, match=rf"seq gap in committed region at {where} \(expected 2, got 3\)"):
         await persistence.load("s1")
     assert path.read_bytes() == gap
     assert await persistence.list() == [meta("s1", CWD)]
 
 
-async def test_a_torn_tail_is_cut_and_every_committed_event_is_kept(rig: Rig, root: Path) -> None:
-    """(bad input: a torn tail)"""
+async def test_a_torn_tail_is_cut_and_every_committed_event_is_kept(
+    rig: Rig, root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """(bad input: a torn tail; its removal is said once, naming the file)"""
     written = [*one_turn_log(), *short_turn(2, 6)]
     path = write_raw(root, meta("s1", CWD), written, tail=b'{"type":"turn/start","seq":8,"time":0,"da')
     persistence = await rig.mount()
     loaded = await persistence.load("s1")
     assert texts(loaded.events) == texts(written)
     assert path.read_bytes() == expected_bytes(meta("s1", CWD), written)
+    assert texts((await (await rig.remount()).load("s1")).events) == texts(written)
+    warned = [record.getMessage() for record in caplog.records if "torn tail" in record.getMessage()]
+    size = len(expected_bytes(meta("s1", CWD), written))
+    assert warned == [f"{path}: removed a torn tail (an unfinished write) after byte {size}"]
 
 
 async def test_an_uncommitted_damaged_tail_after_the_last_turn_end_is_cut_and_closed(rig: Rig, root: Path) -> None:
@@ -148,7 +156,7 @@ async def test_a_root_below_a_regular_file_is_a_clear_error_and_a_reload_persist
     await rig.mount()
     _fiber, session = await rig.live("s1")
     session.append("user/message", {"content": [], "source": {"kind": "user"}})
-    with pytest.raises(PersistenceError, match=r'reading session "s1" failed: .*Not a directory') as raised:
+    with pytest.raises(PersistenceError, match=r'session "s1" .*Not a directory') as raised:
         await rig.flush(session)
     assert raised.value.code == "STORAGE_IO"
     assert isinstance(raised.value.__cause__, NotADirectoryError)
@@ -248,7 +256,8 @@ async def test_a_filesystem_without_hard_links_fails_materialization_cleanly(
 
 
 async def test_two_instances_on_one_root_never_overwrite_a_log(root: Path) -> None:
-    """(materialization refuses to replace a log another writer published meanwhile)"""
+    """(one writer per session: the second instance is refused at create, naming the holder's pid;
+    materialization still refuses to replace a log that a writer without a lock published meanwhile)"""
     contexts = [Context(), Context()]
     try:
         for ctx in contexts:
@@ -256,14 +265,21 @@ async def test_two_instances_on_one_root_never_overwrite_a_log(root: Path) -> No
             await ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
         left, right = (ctx[SESSION_PERSISTENCE] for ctx in contexts)
         await left.create(meta("s1", CWD))
-        await right.create(meta("s1", CWD))
-        await left.append("s1", one_turn_log())
+        locked = rf'session "s1" is in use by another dsh process \(pid {os.getpid()}\)'
+        with pytest.raises(PersistenceError, match=locked) as raised:
+            await right.create(meta("s1", CWD))
+        assert raised.value.code == "SESSION_LOCKED"
+        with pytest.raises(PersistenceError, match=locked):
+            await right.delete("s1")
+        path = Path(log_path(str(root), CWD, "s1"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(expected_bytes(meta("s1", CWD), one_turn_log()))
         with pytest.raises(
             PersistenceError, match=r'refusing to materialize "s1": a log already exists on disk'
         ) as raised:
-            await right.append("s1", one_user_turn())
+            await left.append("s1", one_user_turn())
         assert raised.value.code == "SESSION_EXISTS"
-        assert Path(log_path(str(root), CWD, "s1")).read_bytes() == expected_bytes(meta("s1", CWD), one_turn_log())
+        assert path.read_bytes() == expected_bytes(meta("s1", CWD), one_turn_log())
     finally:
         for ctx in contexts:
             await ctx.dispose()
@@ -279,3 +295,19 @@ async def test_missing_parent_directories_are_created_private(rig: Rig, tmp_path
     for directory in (tmp_path / "a", tmp_path / "a" / "b", deep, deep / "_no-cwd"):
         assert directory.stat().st_mode & 0o777 == 0o700
     assert header_line(meta("s1")).encode() in (deep / "_no-cwd" / "s1.jsonl").read_bytes()
+
+
+async def test_a_symlinked_log_is_refused_and_its_target_is_never_touched(rig: Rig, root: Path, tmp_path: Path) -> None:
+    """(bad input: a log that is a symbolic link is neither read nor repaired through the link)"""
+    target = write_raw(tmp_path / "elsewhere", meta("s1", CWD), one_turn_log()[:3], tail=TORN_FRAGMENT)
+    before = target.read_bytes()
+    link = Path(log_path(str(root), CWD, "s1"))
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target)
+    persistence = await rig.mount()
+    for attempt in (persistence.load("s1"), persistence.has("s1")):
+        with pytest.raises(PersistenceError, match=r"is a symbolic link and dsh never follows one") as raised:
+            await attempt
+        assert raised.value.code == "SYMLINKED_LOG"
+    assert await persistence.list() == []
+    assert target.read_bytes() == before

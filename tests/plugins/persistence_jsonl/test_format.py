@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from dsh.core.persistence import PersistenceError
 from dsh.core.session import SessionEvent, dumps_json, header_line, session_event_line
 from dsh.plugins.persistence_jsonl import NO_CWD_BUCKET, bucket_name, encode_segment, log_path, scan_log
+from dsh.plugins.persistence_jsonl.scan import intact_bytes
 from tests.core.persistence.helpers import meta, seqs
 from tests.core.session.helpers import event, one_turn_log, step, turn_end, turn_start
 
@@ -141,7 +142,7 @@ def test_rejects_a_seq_gap_before_a_later_committed_turn_end_committed_data_dama
     """rejects a seq gap BEFORE a later committed turn/end (committed data damaged)"""
     data = raw_log(event("turn/start", 0, turn_start(1)), event("turn/end", 2, turn_end(1)))
     with pytest.raises(
-        PersistenceError, match=r"seq gap in committed region at line 2 \(expected 1, got 2\)"
+        PersistenceError, match=r"seq gap in committed region at line 3 \(expected 1, got 2\)"
     ) as raised:
         scan_log(data)
     assert raised.value.code == "CORRUPT_LOG"
@@ -151,7 +152,7 @@ def test_rejects_a_corrupt_line_before_a_later_committed_turn_end_committed_data
     """rejects a corrupt line BEFORE a later committed turn/end (committed data damaged)"""
     log = one_turn_log()
     data = raw_log(log[0]) + b'{"type":"user/message",oops}\n' + b"".join(line_of(item) for item in log[2:])
-    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 2") as raised:
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3") as raised:
         scan_log(data)
     assert raised.value.__cause__ is not None
 
@@ -161,7 +162,7 @@ def test_a_shape_violation_in_the_committed_region_counts_as_unparsable() -> Non
     log = one_turn_log()
     broken = dict(log[1], data={"content": "not a list", "source": {"kind": "user"}})
     data = raw_log(log[0], broken, *log[2:])  # type: ignore[arg-type]
-    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 2"):
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3"):
         scan_log(data)
 
 
@@ -236,7 +237,7 @@ def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
     assert scan.committed_bytes == len(committed)
     assert scan.events[1]["data"]["content"][0]["text"] == "héllo 😀 世界"
     damaged = raw_log(*wide_turn()[:2]) + b"\xff\xfe\n" + b"".join(line_of(item) for item in wide_turn()[3:])
-    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3") as raised:
+    with pytest.raises(PersistenceError, match=r"unparsable committed event at line 4") as raised:
         scan_log(damaged)
     assert isinstance(raised.value.__cause__, UnicodeDecodeError)
 
@@ -244,5 +245,17 @@ def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
 def test_a_turn_end_out_of_sequence_is_itself_committed_damage() -> None:
     """(a parseable turn/end with the wrong seq still marks the region before it as committed)"""
     data = raw_log(event("turn/start", 0, turn_start(1)), event("turn/end", 5, turn_end(1)))
-    with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 2 \(expected 1, got 5\)"):
+    with pytest.raises(PersistenceError, match=r"seq gap in committed region at line 3 \(expected 1, got 5\)"):
         scan_log(data)
+
+
+def test_intact_bytes_is_the_header_and_the_contiguous_valid_events_even_before_a_turn_end() -> None:
+    log = one_turn_log()
+    whole = raw_log(*log)
+    assert intact_bytes(whole) == len(whole)
+    assert intact_bytes(whole + b"torn") == len(whole)
+    damaged = raw_log(*log[:2]) + b"garbage\n" + b"".join(line_of(item) for item in log[3:])
+    assert intact_bytes(damaged) == len(raw_log(*log[:2]))
+    for data in (b"", b"\xff\xfe\n", b"[1]\n"):
+        with pytest.raises(PersistenceError, match=r"header"):
+            intact_bytes(data)

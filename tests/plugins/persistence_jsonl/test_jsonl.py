@@ -65,7 +65,8 @@ def fail_once(monkeypatch: pytest.MonkeyPatch, name: str, message: str = "disk f
 
 
 def all_files(top: Path) -> list[Path]:
-    return sorted(path for path in top.rglob("*") if path.is_file())
+    """Every file under ``top`` but the writer lock files (``<root>/*.lock``)."""
+    return sorted(path for path in top.rglob("*") if path.is_file() and path.suffix != ".lock")
 
 
 # --- describe "durability and crash semantics"
@@ -73,7 +74,10 @@ async def test_lazy_materialization_create_writes_no_file_until_the_first_append
     """lazy materialization: create() writes no file until the first append"""
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
-    assert not root.exists()
+    assert all_files(root) == []
+    (lock,) = root.glob("*.lock")
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+    assert lock.read_text() == f"{os.getpid()}\n"
     await persistence.append("s1", one_user_turn())
     path = Path(log_path(str(root), CWD, "s1"))
     assert all_files(root) == [path]
@@ -238,7 +242,7 @@ async def test_append_rejects_non_json_serializable_undefined_producing_data(rig
     for value in (lambda: None, object(), print):
         with pytest.raises(PersistenceError, match=r'event "user/message" carries non-JSON-serializable data'):
             await persistence.append("s1", [event("user/message", 0, {"content": value})])
-    assert not root.exists()
+    assert all_files(root) == []
 
 
 async def test_create_snapshots_its_meta_mutating_the_caller_object_after_the_call_is_ignored(
@@ -262,7 +266,9 @@ async def test_list_discovers_sessions_across_multiple_cwd_buckets(rig: Rig, roo
     for header in headers:
         await persistence.create(header)
         await persistence.append(header["id"], one_user_turn())
-    assert sorted(path.name for path in root.iterdir()) == sorted([bucket_name("/one"), bucket_name("/two"), "_no-cwd"])
+    assert sorted(path.name for path in root.iterdir() if path.suffix != ".lock") == sorted(
+        [bucket_name("/one"), bucket_name("/two"), "_no-cwd"]
+    )
     listed = await (await rig.remount()).list()
     assert sorted(listed, key=lambda header: header["id"]) == headers
 
@@ -373,7 +379,7 @@ async def test_a_second_live_session_reusing_a_bound_id_is_rejected(rig: Rig) ->
 async def test_list_returns_nothing_when_the_root_directory_does_not_exist(rig: Rig, root: Path) -> None:
     """list returns nothing when the root directory does not exist"""
     persistence = await rig.mount()
-    assert not root.exists()
+    assert all_files(root) == []
     assert await persistence.list() == []
     assert await persistence.has("s1") is False
 
@@ -396,7 +402,7 @@ async def test_exists_surfaces_a_non_enoent_lookup_error_enotdir_instead_of_repo
     """exists() surfaces a non-ENOENT lookup error (ENOTDIR) instead of reporting absent"""
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
-    root.mkdir()
+    root.mkdir(exist_ok=True)
     (root / bucket_name(CWD)).write_text("a file where the bucket should be")
     with pytest.raises(PersistenceError) as raised:
         await persistence.has("s1")
@@ -465,7 +471,7 @@ async def test_rejects_non_json_event_data_bigint_function_circular_map_undefine
     for value in (math.inf, len, circular, {("a", 1): "tuple key"}, {1, 2}, object()):
         with pytest.raises(PersistenceError, match=r"non-JSON-serializable"):
             await persistence.append("s1", [event("user/message", 0, {"content": [], "x": value})])
-    assert not root.exists()
+    assert all_files(root) == []
     assert await persistence.has("s1") is False
 
 
@@ -498,7 +504,7 @@ async def test_session_append_rejects_a_non_serializable_event_at_the_source_nev
         session.append("user/message", {"content": [], "bad": {1, 2}})
     assert session.seq == 0
     await rig.flush(session)
-    assert not root.exists()
+    assert all_files(root) == []
 
 
 async def test_lone_surrogates_round_trip_as_json_escapes(rig: Rig, root: Path) -> None:

@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -175,9 +176,9 @@ def test_rejects_opening_a_database_whose_schema_version_is_not_the_current_buil
 
 
 async def test_a_corrupt_json_row_in_the_uncommitted_tail_is_discarded_on_load_not_unloadable(
-    rig: Rig, db_path: Path
+    rig: Rig, db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """a corrupt-JSON row in the uncommitted tail is discarded on load, not unloadable"""
+    """a corrupt-JSON row in the uncommitted tail is discarded on load (said once, naming the database)"""
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
     await persistence.append("s1", one_turn_log())
@@ -189,6 +190,8 @@ async def test_a_corrupt_json_row_in_the_uncommitted_tail_is_discarded_on_load_n
     assert [seq for seq, _type in stored_seqs(db_path, "s1")] == list(range(6))
     await fresh.append("s1", short_turn(2, 6))
     assert seqs((await fresh.load("s1")).events) == list(range(8))
+    warned = [record.getMessage() for record in caplog.records if "torn tail" in record.getMessage()]
+    assert warned == [f'{db_path}: removed a torn tail of session "s1" (events from seq 6 on)']
 
 
 async def test_append_rolls_back_the_whole_batch_on_a_mid_batch_seq_collision_transaction(
@@ -233,15 +236,17 @@ async def test_append_rolls_back_and_rethrows_when_an_event_insert_fails_inside_
         for ctx in contexts:
             await ctx.plugin(SessionStore)
             await ctx.plugin(SessionPersistenceSqlite, {"path": str(db_path)})
-        fresh, stale = (ctx[SESSION_PERSISTENCE] for ctx in contexts)
+        fresh, stale = (cast(SessionPersistenceSqlite, ctx[SESSION_PERSISTENCE]) for ctx in contexts)
         await fresh.create(meta("s1", CWD))
         await fresh.append("s1", one_turn_log())
+        fresh.locks.close()  # a writer that lost its lock (simulated) and writes on
         assert seqs((await stale.load("s1")).events) == list(range(6))
         await fresh.append("s1", short_turn(2, 6))
         with pytest.raises(PersistenceError, match="UNIQUE") as raised:
             await stale.append("s1", [*short_turn(3, 6), event("user/message", 8, user_message("x"))])
         assert isinstance(raised.value.__cause__, sqlite3.IntegrityError)
         assert [kind for _seq, kind in stored_seqs(db_path, "s1")][6:] == ["turn/start", "turn/end"]
+        stale.locks.close()
         assert texts((await fresh.load("s1")).events[6:]) == texts(short_turn(2, 6))
     finally:
         for ctx in contexts:
@@ -302,7 +307,7 @@ def test_an_unreachable_path_is_a_clear_error(tmp_path: Path) -> None:
     """(the driver cannot even open the file)"""
     with pytest.raises(PersistenceError, match="cannot open the session database") as raised:
         open_database(str(tmp_path / "missing-dir" / "x.db"))
-    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+    assert isinstance(raised.value.__cause__, FileNotFoundError)
 
 
 async def test_parent_directories_are_created_private_and_the_path_made_absolute(

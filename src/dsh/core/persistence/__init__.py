@@ -8,6 +8,7 @@
 * :class:`CoordinatedPersistence`: hooks + coordinator = the service;
 * :class:`MemoryPersistence`: the in-memory backend plugin;
 * helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop),
+  :class:`WriterLocks` (one writer per session across processes),
   :func:`make_private_dirs` (0700 directories, safe against concurrent creators)
   and the bulk read-back of :mod:`~dsh.core.persistence.readback`.
 """
@@ -18,6 +19,7 @@ from dsh.core.persistence.coordinator import PersistenceCoordinator
 from dsh.core.persistence.dirs import make_private_dirs
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.jsontext import escape_lone_surrogates
+from dsh.core.persistence.locks import WriterLocks
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
 from dsh.core.persistence.offload import run_blocking
 from dsh.core.persistence.readback import (
@@ -45,6 +47,7 @@ __all__ = [
     "SessionHeader",
     "SessionPersistence",
     "StoredPrefix",
+    "WriterLocks",
     "assert_serializable",
     "escape_lone_surrogates",
     "loads_stored_json",

@@ -108,5 +108,14 @@ class PersistenceBackend(ABC):
     async def list(self) -> builtins.list[SessionHeader]:
         """The headers of every stored (materialized) session, without reading whole logs."""
 
+    async def lock_writer(self, id: str) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Make this process the one writer of ``id``, or raise ``SESSION_LOCKED`` naming the holder.
+
+        Called before ``id`` is read for a load or tracked for a create, so a refused
+        writer has read and appended nothing. The claim lasts until :meth:`close` (or
+        the process's end). A backend whose storage only this process sees keeps the
+        no-op default.
+        """
+
     async def close(self) -> None:  # noqa: B027 - optional hook with a no-op default
         """Release the storage; awaited once, after the coordinator's dispose drain."""

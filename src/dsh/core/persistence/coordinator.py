@@ -21,6 +21,12 @@ previous one settled, whether it succeeded or failed (a failure is reported to i
 caller only). Chained operations never await another chained operation of the same
 id; they call the un-chained ``_*_core`` helpers instead, so a chain cannot deadlock.
 
+One writer: before reading a log to load or adopt it, before tracking a new id, and
+before deleting one,
+the coordinator claims the backend's writer lock of the id
+(:meth:`~dsh.core.persistence.backend.PersistenceBackend.lock_writer`); a session
+another process writes is refused there with ``SESSION_LOCKED``.
+
 Cancellation: cancelling whoever awaits an operation does not cancel the operation;
 it still completes or fails, and the next operation for that id waits for it.
 
@@ -289,6 +295,7 @@ class PersistenceCoordinator:
 
     async def _adopt_live_prefix(self, session: Session, seed: list[SessionEvent]) -> bool:
         id = session.header["id"]
+        await self._backend.lock_writer(id)
         stored = await self._backend.load_live(id, session.header.get("cwd"))
         if stored is None:
             return False
@@ -321,6 +328,7 @@ class PersistenceCoordinator:
 
     async def _create_core(self, meta: SessionHeader, owner: Session | None = None) -> None:
         id = meta["id"]
+        await self._backend.lock_writer(id)
         if id in self._states:
             raise PersistenceError(f'session "{id}" already exists in this backend', "SESSION_EXISTS")
         if await self._backend.load_stored(id) is not None:
@@ -349,6 +357,7 @@ class PersistenceCoordinator:
         state.cursor += len(events)
 
     async def _load_core(self, id: str) -> LoadedSession:
+        await self._backend.lock_writer(id)
         stored = await self._backend.load_stored(id)
         if stored is None:
             raise PersistenceError(f'session "{id}" not found', "SESSION_NOT_FOUND")
@@ -363,6 +372,7 @@ class PersistenceCoordinator:
         return loaded
 
     async def _delete_core(self, id: str) -> None:
+        await self._backend.lock_writer(id)
         await self._backend.delete_stored(id)
         self._states.pop(id, None)
 

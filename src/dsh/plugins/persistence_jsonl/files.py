@@ -8,7 +8,8 @@
   either fails it truncates the file back to its size before the batch, so a retry
   never duplicates a line.
 
-Every function raises ``OSError`` as the OS reports it; callers translate.
+Every function raises ``OSError`` as the OS reports it; callers translate. No
+function follows a symbolic link at the log's own path (``O_NOFOLLOW``: ``ELOOP``).
 """
 
 from __future__ import annotations
@@ -46,12 +47,16 @@ def exists(path: str) -> bool:
 
 
 def read_if_exists(path: str) -> bytes | None:
-    """The whole content of ``path``, or None when it does not exist (ENOENT only)."""
+    """The whole content of ``path``, or None when it does not exist (ENOENT only).
+
+    A symbolic link at ``path`` is not followed (``OSError`` ``ELOOP``).
+    """
     try:
-        with open(path, "rb") as file:
-            return file.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
+    with open(fd, "rb", closefd=True) as file:
+        return file.read()
 
 
 def read_first_line(path: str) -> bytes | None:
@@ -60,7 +65,8 @@ def read_first_line(path: str) -> bytes | None:
     Reads 8 KiB chunks until a newline appears, never the whole file.
     """
     chunks: list[bytes] = []
-    with open(path, "rb", buffering=0) as file:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    with open(fd, "rb", buffering=0, closefd=True) as file:
         while chunk := file.read(READ_CHUNK):
             end = chunk.find(b"\n")
             if end >= 0:
@@ -100,7 +106,7 @@ def append_durably(path: str, data: bytes) -> None:
     On failure the file is truncated back to its previous size (and fsynced) before
     the error propagates; if that rollback fails too, a note on the error says so.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW)
     try:
         size = os.fstat(fd).st_size
         try:
@@ -119,7 +125,7 @@ def append_durably(path: str, data: bytes) -> None:
 
 def truncate_durably(path: str, size: int) -> None:
     """Cut ``path`` to ``size`` bytes and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     try:
         os.ftruncate(fd, size)
         os.fsync(fd)

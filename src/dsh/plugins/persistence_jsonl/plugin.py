@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import builtins
+import errno
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import cast
@@ -16,6 +18,7 @@ from dsh.core.persistence import (
     CoordinatedPersistence,
     PersistenceError,
     StoredPrefix,
+    WriterLocks,
     escape_lone_surrogates,
     make_private_dirs,
     run_blocking,
@@ -33,7 +36,7 @@ from dsh.plugins.persistence_jsonl.files import (
     truncate_durably,
 )
 from dsh.plugins.persistence_jsonl.layout import LOG_SUFFIX, encode_segment, log_path
-from dsh.plugins.persistence_jsonl.scan import parse_header_line, scan_log
+from dsh.plugins.persistence_jsonl.scan import intact_bytes, parse_header_line, scan_log
 
 
 class JsonlConfig(BaseModel):
@@ -64,6 +67,12 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     writes into (covering a directory another writer created but crashed before
     syncing).
 
+    One writer per session: loading, adopting or creating a session first takes its
+    writer lock, an ``flock`` on ``<root>/<hash of the id>.lock`` held until the backend
+    closes (or the process ends); a session another process holds is refused with
+    ``SESSION_LOCKED`` naming that process's pid. The lock is keyed by id alone, not
+    by the cwd bucket, because an id names one session across every bucket.
+
     Every hook runs its blocking file I/O in the event loop's default executor, so
     other sessions keep running and different sessions' fsyncs overlap; a read scans
     the log there too, while a write encodes its lines on the loop first (small work
@@ -71,7 +80,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     a hook whose caller is cancelled still finishes its file work (see
     :func:`~dsh.core.persistence.run_blocking`), so a batch is never left half written.
     OS failures are raised as :class:`~dsh.core.persistence.PersistenceError` (code
-    ``STORAGE_IO``, the ``OSError`` as ``__cause__``).
+    ``STORAGE_IO``, the ``OSError`` as ``__cause__``). A log that is a symbolic link is
+    never read, appended to or truncated (``SYMLINKED_LOG``): every log is opened with
+    ``O_NOFOLLOW``.
     """
 
     name = "session-persistence-jsonl"
@@ -81,6 +92,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     def __init__(self, ctx: Context, config: JsonlConfig) -> None:
         self.root = os.path.abspath(config.root)
         self._synced_buckets: set[str] = set()
+        self.locks = WriterLocks(self.root)
         super().__init__(ctx)
 
     @contextmanager
@@ -88,6 +100,13 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         try:
             yield
         except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise PersistenceError(
+                    f"{action} refused: {error.filename} is a symbolic link and dsh never follows one "
+                    "(replace the link with the log file itself)",
+                    "SYMLINKED_LOG",
+                    error,
+                ) from error
             raise PersistenceError(
                 f"{action} failed: {error} (check that {self.root} is a writable directory on a disk with free space)",
                 "STORAGE_IO",
@@ -111,10 +130,10 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         return None
 
     @staticmethod
-    def _prefix(data: bytes | None) -> StoredPrefix | None:
-        if data is None:
+    def _prefix(path: str | None, data: bytes | None) -> StoredPrefix | None:
+        if path is None or data is None:
             return None
-        scan = scan_log(data)
+        scan = scan_log(data, path)
         marker = scan.committed_bytes if scan.committed_bytes < len(data) else MISSING
         return StoredPrefix(scan.meta, scan.events, marker)
 
@@ -123,12 +142,13 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         with self._storage(f'reading session "{id}"'):
             path = self._find(id)
             data = None if path is None else read_if_exists(path)
-        return self._prefix(data)
+        return self._prefix(path, data)
 
     def _read_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
+        path = log_path(self.root, cwd, id)
         with self._storage(f'reading session "{id}"'):
-            data = read_if_exists(log_path(self.root, cwd, id))
-        return self._prefix(data)
+            data = read_if_exists(path)
+        return self._prefix(path, data)
 
     def _write_batch(self, id: str, path: str, data: bytes, materialized: bool) -> None:
         with self._storage(f'writing session "{id}"'):
@@ -160,6 +180,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         with self._storage(f'repairing session "{id}"'):
             if torn_marker is not MISSING:
                 truncate_durably(path, cast(int, torn_marker))
+                self.own_ctx.logger.warn(
+                    "%s: removed a torn tail (an unfinished write) after byte %d", path, cast(int, torn_marker)
+                )
             if closers:
                 append_durably(path, closers)
 
@@ -175,7 +198,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             for bucket in self._buckets():
                 with os.scandir(bucket) as entries:
                     paths = sorted(
-                        entry.path for entry in entries if entry.name.endswith(LOG_SUFFIX) and entry.is_file()
+                        entry.path
+                        for entry in entries
+                        if entry.name.endswith(LOG_SUFFIX) and entry.is_file(follow_symlinks=False)
                     )
                 for path in paths:
                     line = read_first_line(path)
@@ -186,6 +211,46 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
                     except PersistenceError:
                         continue
         return headers
+
+    def unlisted_logs(self, headers: Iterable[SessionHeader]) -> builtins.list[str]:
+        """The ``.jsonl`` entries under the root that :meth:`list` skips (no valid header, a symlink), sorted.
+
+        ``headers`` are what :meth:`list` returned. Blocking (a directory scan).
+        """
+        listed = {log_path(self.root, header.get("cwd"), header["id"]) for header in headers}
+        with self._storage("listing sessions"):
+            found = [
+                entry.path
+                for bucket in self._buckets()
+                for entry in os.scandir(bucket)
+                if entry.name.endswith(LOG_SUFFIX)
+            ]
+        return sorted(path for path in found if path not in listed)
+
+    def _cut_damage(self, id: str) -> tuple[str, str, int] | None:
+        path = self._find(id)
+        if path is None:
+            raise PersistenceError(f'session "{id}" not found', "SESSION_NOT_FOUND")
+        data = read_if_exists(path) or b""
+        keep = intact_bytes(data)
+        if keep == len(data):
+            return None
+        backup = f"{path}.bak-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        publish_new_file(backup, data)
+        truncate_durably(path, keep)
+        return path, backup, len(data) - keep
+
+    async def cut_damage(self, id: str) -> tuple[str, str, int] | None:
+        """Cut the log of ``id`` back to its intact start, after saving a copy of the whole file.
+
+        Takes the writer lock first, so a session another process writes is refused
+        (``SESSION_LOCKED``). Returns ``(log path, copy path, bytes cut)``, or None when
+        the log is intact. Never follows a symlinked log (``SYMLINKED_LOG``); a bad
+        header is refused (``CORRUPT_LOG``: there is nothing to keep).
+        """
+        await self.lock_writer(id)
+        with self._storage(f'repairing session "{id}"'):
+            return await run_blocking(None, partial(self._cut_damage, id))
 
     # ------------------------------------------------------------------ storage hooks
     async def load_stored(self, id: str) -> StoredPrefix | None:
@@ -210,6 +275,17 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
     async def delete_stored(self, id: str) -> None:
         await run_blocking(None, partial(self._delete, id))
+
+    async def lock_writer(self, id: str) -> None:
+        """Hold ``<root>/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`)."""
+        with self._storage(f'locking session "{id}"'):
+            for directory in make_private_dirs(self.root):
+                fsync_dir(os.path.dirname(directory))
+        self.locks.acquire(id)
+
+    async def close(self) -> None:
+        """Release the writer locks this backend holds."""
+        self.locks.close()
 
     async def list(self) -> builtins.list[SessionHeader]:
         return await run_blocking(None, self._headers)

@@ -84,8 +84,11 @@ def _byte_length(lines: list[str] | list[bytes]) -> int:
     return total
 
 
-def scan_log(buffer: bytes) -> LogScan:
+def scan_log(buffer: bytes, path: str | None = None) -> LogScan:
     """Split ``buffer`` (a whole log file) into header, preserved events and committed length.
+
+    Errors name the 1-based line of the file (the header is line 1) and, when given,
+    the file's ``path``.
 
     Lines are the ``\\n``-terminated pieces; a trailing piece without ``\\n`` is never an
     event. Raises :class:`PersistenceError` (``CORRUPT_LOG``) for a log without a
@@ -102,14 +105,29 @@ def scan_log(buffer: bytes) -> LogScan:
     bad, committed = torn_tail(parsed)  # bad: the first line that is a hole or out of sequence
     if committed:
         item = parsed[bad]
+        where = f"line {bad + 2}" if path is None else f"line {bad + 2} of {path}"
         if isinstance(item, Exception):
-            raise PersistenceError(
-                f"corrupt session log: unparsable committed event at line {bad + 1}", "CORRUPT_LOG", item
-            )
+            raise PersistenceError(f"corrupt session log: unparsable committed event at {where}", "CORRUPT_LOG", item)
         raise PersistenceError(
-            f"corrupt session log: seq gap in committed region at line {bad + 1} (expected {bad}, got {item['seq']})",
+            f"corrupt session log: seq gap in committed region at {where} (expected {bad}, got {item['seq']})",
             "CORRUPT_LOG",
         )
     if bad == len(parsed):
         return LogScan(meta, cast(list[SessionEvent], parsed), buffer.rfind(b"\n") + 1)
     return LogScan(meta, cast(list[SessionEvent], parsed[:bad]), _byte_length(lines[: bad + 1]))
+
+
+def intact_bytes(buffer: bytes) -> int:
+    """The byte length of the longest intact start of a log: its header and contiguous valid events.
+
+    Unlike :func:`scan_log` this never refuses committed damage: it is where a repair
+    cuts. Raises :class:`PersistenceError` (``CORRUPT_LOG``) when the header itself is
+    missing or bad (nothing of the log is intact then).
+    """
+    lines = _split_lines(buffer)
+    if not lines:
+        raise PersistenceError("empty or header-less session log", "CORRUPT_LOG")
+    first = lines[0]
+    _header_from_text(first) if isinstance(first, str) else parse_header_line(first)
+    bad, _committed = torn_tail(parse_event_lines(lines[1:]))
+    return _byte_length(lines[: bad + 1])

@@ -18,6 +18,7 @@ from dsh.core.persistence import (
     CoordinatedPersistence,
     PersistenceError,
     StoredPrefix,
+    WriterLocks,
     escape_lone_surrogates,
     make_private_dirs,
     paused_gc,
@@ -29,6 +30,8 @@ from dsh.plugins.persistence_sqlite.scan import scan_rows
 from dsh.plugins.persistence_sqlite.schema import open_database
 
 MEMORY_PATH = ":memory:"
+LOCKS_SUFFIX = ".locks"
+"""The directory of the writer lock files beside a database file: ``<path>.locks/``."""
 
 T = TypeVar("T")
 
@@ -79,8 +82,15 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     whose caller is cancelled still finishes its transaction (see
     :func:`~dsh.core.persistence.run_blocking`). Driver failures are raised as
     :class:`~dsh.core.persistence.PersistenceError` (code ``STORAGE_IO``, the
-    ``sqlite3.Error`` as ``__cause__``). :meth:`close` closes the connection and stops
-    the worker; a hook called after it fails with ``STORAGE_IO``.
+    ``sqlite3.Error`` as ``__cause__``).
+
+    One writer per session: SQLite's own locking keeps transactions apart, and a
+    per-session ``flock`` lock file in ``<path>.locks/`` (see
+    :class:`~dsh.core.persistence.WriterLocks`), taken when a session is loaded,
+    adopted or created and held until :meth:`close`, keeps a second process from
+    writing the same session (``SESSION_LOCKED``, naming the holder's pid).
+    :meth:`close` closes the connection and stops the worker; a hook called after it
+    fails with ``STORAGE_IO``.
     """
 
     name = "session-persistence-sqlite"
@@ -101,6 +111,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                     error,
                 ) from error
         self.path = path
+        self.locks = WriterLocks(path + LOCKS_SUFFIX)
         self.db = open_database(path)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
         self._closed = False
@@ -170,6 +181,9 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         with self._transaction(f'repairing session "{id}"') as db:
             if torn_marker is not MISSING:
                 db.execute("DELETE FROM events WHERE session_id = ? AND seq >= ?", (id, cast(int, torn_marker)))
+                self.own_ctx.logger.warn(
+                    '%s: removed a torn tail of session "%s" (events from seq %d on)', self.path, id, torn_marker
+                )
             db.executemany(_INSERT_EVENT, closers)
 
     def _delete(self, id: str) -> None:
@@ -207,11 +221,17 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     async def list(self) -> builtins.list[SessionHeader]:
         return await self._run("listing sessions", self._headers)
 
+    async def lock_writer(self, id: str) -> None:
+        """Hold ``<path>.locks/<hash of the id>.lock`` (none for ``:memory:``, which no other process sees)."""
+        if self.path != MEMORY_PATH:
+            self.locks.acquire(id)
+
     async def close(self) -> None:
-        """Close the connection on its worker thread, then stop the worker (idempotent)."""
+        """Release the writer locks, close the connection on its worker thread, stop the worker (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        self.locks.close()
         try:
             await run_blocking(self._worker, self.db.close)
         finally:

@@ -8,14 +8,20 @@ the schema version; a database stamped by another build is refused, never migrat
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from dsh.core.persistence import PersistenceError
 
 SCHEMA_VERSION = 2
 
+BUSY_TIMEOUT_MS = 30_000
+"""How long every connection waits for another process's write lock before failing."""
+
+FILE_MODE = 0o600
+
 _SCHEMA = f"""
-BEGIN;
+BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS sessions (
   id TEXT PRIMARY KEY,
   version INTEGER NOT NULL,
@@ -39,7 +45,10 @@ COMMIT;
 def open_database(path: str) -> sqlite3.Connection:
     """Open (creating if needed) the session database at ``path`` (``":memory:"`` allowed).
 
-    The connection is in autocommit mode (callers open their own transactions), with
+    A new database file is created with mode 0600. Every connection waits up to
+    :data:`BUSY_TIMEOUT_MS` for a lock another process holds, and the schema is
+    applied in an immediate transaction, so many processes opening one database at
+    once all succeed. The connection is in autocommit mode (callers open their own transactions), with
     foreign keys on and WAL journaling; it may be used from any thread, one thread at
     a time (the caller serializes). A fresh database (``user_version`` 0) gets the
     schema and is stamped :data:`SCHEMA_VERSION`. Raises :class:`PersistenceError`
@@ -48,10 +57,13 @@ def open_database(path: str) -> sqlite3.Connection:
     on failure.
     """
     try:
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as error:
+        if path != ":memory:":
+            _create_private(path)
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as error:
         raise _open_failed(path, error) from error
     try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA journal_mode = WAL")
         (version,) = db.execute("PRAGMA user_version").fetchone()
@@ -70,7 +82,13 @@ def open_database(path: str) -> sqlite3.Connection:
     return db
 
 
-def _open_failed(path: str, error: sqlite3.Error) -> PersistenceError:
+def _create_private(path: str) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists (SQLite gives its WAL files the same mode)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    os.close(fd)
+
+
+def _open_failed(path: str, error: OSError | sqlite3.Error) -> PersistenceError:
     return PersistenceError(
         f'cannot open the session database at "{path}": {error} '
         "(point the path at a writable location holding a dsh session database, or at a new file)",

@@ -1,0 +1,100 @@
+"""WriterLocks: one writer per session, across processes, through ``flock`` lock files.
+
+A backend that stores sessions on a local disk keeps one lock file per session id in
+a directory of its own (``<dir>/<hash of the id>.lock``, mode 0600). Taking a session's
+lock is an exclusive, non-blocking ``fcntl.flock`` on that file; the holder then
+writes its pid into the file so that a refused writer can name it. The lock is held
+until :meth:`WriterLocks.close` (the backend's close) or the end of the process: the
+kernel releases a ``flock`` when its holder dies, even on SIGKILL, so a crashed
+writer never leaves a stale lock behind. Lock files are never deleted (unlinking a
+locked file would let a third process lock a fresh inode beside a live holder).
+
+A ``flock`` belongs to an open file description: a second :class:`WriterLocks` over
+the same directory, in the same process or another, is refused exactly like another
+process. Within one instance, taking a lock it already holds succeeds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import time
+
+from dsh.core.persistence.dirs import make_private_dirs
+from dsh.core.persistence.errors import PersistenceError
+
+LOCK_MODE = 0o600
+LOCK_SUFFIX = ".lock"
+
+
+HOLDER_WAIT_S = 0.2
+"""How long a refused writer waits for the holder to write its pid (it does so right after locking)."""
+
+
+def _holder(fd: int) -> str:
+    """The pid the lock file names, or ``unknown`` if the holder has not written it within :data:`HOLDER_WAIT_S`."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        with contextlib.suppress(OSError):
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            if text.isdigit():
+                return text
+        if time.monotonic() >= deadline:
+            return "unknown"
+        time.sleep(0.002)
+
+
+class WriterLocks:
+    """The writer locks of one backend instance over lock directory ``directory``.
+
+    Blocking calls (a few syscalls each); :meth:`acquire` raises
+    :class:`PersistenceError` ``SESSION_LOCKED`` naming the holder's pid when another
+    writer holds the session, ``STORAGE_IO`` when the lock file cannot be opened.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._held: dict[str, int] = {}
+
+    def path(self, id: str) -> str:
+        """The lock file of session ``id``: named by the first 24 hex digits of the SHA-256 of the id."""
+        digest = hashlib.sha256(id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+        return os.path.join(self.directory, digest + LOCK_SUFFIX)
+
+    def acquire(self, id: str) -> None:
+        """Hold the lock of session ``id`` until :meth:`close`."""
+        if id in self._held:
+            return
+        path = self.path(id)
+        try:
+            make_private_dirs(self.directory)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, LOCK_MODE)
+        except OSError as error:
+            raise PersistenceError(
+                f'cannot open the writer lock of session "{id}" at {path}: {error} '
+                "(check that the sessions storage is a writable directory)",
+                "STORAGE_IO",
+                error,
+            ) from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise PersistenceError(
+                f'session "{id}" is in use by another dsh process (pid {holder}); '
+                "wait for it to finish or stop it, then try again",
+                "SESSION_LOCKED",
+            ) from None
+        with contextlib.suppress(OSError):  # the pid only informs a refused writer
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._held[id] = fd
+
+    def close(self) -> None:
+        """Release every lock this instance holds (idempotent)."""
+        held, self._held = self._held, {}
+        for fd in held.values():
+            os.close(fd)

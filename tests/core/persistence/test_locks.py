@@ -1,0 +1,67 @@
+"""WriterLocks: flock lock files, one holder per session id, the holder's pid in the refusal."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from dsh.core.persistence import PersistenceError, WriterLocks
+from dsh.core.persistence import locks as locks_module
+
+
+def test_a_second_instance_is_refused_naming_the_holder_and_may_lock_once_it_is_released(tmp_path: Path) -> None:
+    holder, other = WriterLocks(str(tmp_path / "locks")), WriterLocks(str(tmp_path / "locks"))
+    holder.acquire("s1")
+    holder.acquire("s1")  # already held by this instance: a no-op
+    path = Path(holder.path("s1"))
+    assert path.read_text() == f"{os.getpid()}\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    with pytest.raises(
+        PersistenceError, match=rf'session "s1" is in use by another dsh process \(pid {os.getpid()}\)'
+    ) as raised:
+        other.acquire("s1")
+    assert raised.value.code == "SESSION_LOCKED"
+    other.acquire("s2")  # another id: its own lock
+    holder.close()
+    holder.close()  # idempotent
+    other.acquire("s1")
+    other.close()
+
+
+def test_a_holder_that_has_not_written_its_pid_is_named_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(locks_module, "HOLDER_WAIT_S", 0.01)
+    locks = WriterLocks(str(tmp_path))
+    fd = os.open(locks.path("s1"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(PersistenceError, match=r"\(pid unknown\)"):
+            locks.acquire("s1")
+    finally:
+        os.close(fd)
+
+
+def test_a_lock_directory_that_cannot_exist_is_a_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(
+        PersistenceError, match=r'cannot open the writer lock of session "s1" at .*Not a directory'
+    ) as raised:
+        WriterLocks(str(blocker / "locks")).acquire("s1")
+    assert raised.value.code == "STORAGE_IO"
+
+
+def test_a_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
+    locks = WriterLocks(str(tmp_path))
+    target = tmp_path / "target"
+    target.write_text("keep")
+    os.symlink(target, locks.path("s1"))
+    with pytest.raises(PersistenceError, match=r"cannot open the writer lock"):
+        locks.acquire("s1")
+    assert target.read_text() == "keep"
