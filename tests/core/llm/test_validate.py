@@ -266,3 +266,21 @@ def test_validation_tags_cover_every_union_member() -> None:
     assert _tags(vocabulary.ContentBlock, "type") == validate._BLOCK_TYPES
     assert _tags(vocabulary.FinishReason, "kind") == validate._FINISH_KINDS
     assert _tags(vocabulary.StreamChunk, "type") == validate._CHUNK_TYPES
+
+
+def test_the_validators_are_imported_on_first_access() -> None:
+    """Importing dsh.core.llm leaves .validate unloaded; a parse_* name loads it; other names still fail."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, dsh.core.llm as llm; before = 'dsh.core.llm.validate' in sys.modules; "
+        "check = llm.parse_message; print(before, 'dsh.core.llm.validate' in sys.modules, "
+        "check is llm.parse_message is llm.validate.parse_message)"
+    )
+    fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert fresh.stdout.split() == ["False", "True", "True"]
+    import dsh.core.llm as llm
+
+    with pytest.raises(AttributeError, match=r"has no attribute 'parse_nothing'"):
+        llm.parse_nothing  # noqa: B018

@@ -332,20 +332,24 @@ def test_a_parsed_line_is_not_copied_again() -> None:
 
 
 def test_validators_are_built_once_on_first_use() -> None:
-    """The pydantic validators are built lazily (none at import) and then reused."""
-    from dsh.core.session import validate
-
-    probe = "import dsh.core.session.validate as v; print(v._adapter.cache_info().currsize)"
+    """The pydantic shapes are defined on the first parse (not at import) and their validators then reused."""
+    probe = (
+        "import sys, dsh.core.session; print('dsh.core.session.shapes' in sys.modules); "
+        "dsh.core.session.parse_session_header({'version': 1, 'id': 's', 'createdAt': 0}); "
+        "from dsh.core.session import shapes; print(shapes.adapter.cache_info().currsize)"
+    )
     fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert fresh.stdout.strip() == "0"
+    assert fresh.stdout.split() == ["False", "1"]
+
+    from dsh.core.session import shapes
 
     parse_session_event(event("step/start", 0, {"turn": 1, "step": 1}))
-    built = validate._adapter.cache_info().currsize
+    built = shapes.adapter.cache_info().currsize
     parse_session_event(event("step/start", 1, {"turn": 1, "step": 2}))
     parse_session_header({"version": 1, "id": "s", "createdAt": 0})
     parse_session_header({"version": 1, "id": "t", "createdAt": 0})
-    assert validate._adapter.cache_info().currsize <= built + 1
-    assert validate._adapter(validate._Envelope) is validate._adapter(validate._Envelope)
+    assert shapes.adapter.cache_info().currsize <= built + 1
+    assert shapes.adapter(shapes.Envelope) is shapes.adapter(shapes.Envelope)
 
 
 def test_event_line_writes_an_unusual_envelope_like_json_dumps() -> None:

@@ -6,8 +6,11 @@
 * :class:`LlmService` under :data:`LLM`, and the :class:`LlmAdapter` seam;
 * the ``llm/*`` event catalog: :data:`LLM_STREAM`, :data:`LLM_GENERATE`,
   :data:`LLM_ADAPTER_CHANGE`;
-* ``parse_*``: validation of untrusted JSON into the vocabulary.
+* ``parse_*``: validation of untrusted JSON into the vocabulary (imported from
+  :mod:`.validate` on first access, so a process that never validates skips it).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from dsh.core.llm.assembler import BlockAssembler
 from dsh.core.llm.events import LLM_ADAPTER_CHANGE, LLM_GENERATE, LLM_STREAM
@@ -47,13 +50,31 @@ from dsh.core.llm.types import (
     text,
     text_of,
 )
-from dsh.core.llm.validate import (
-    parse_content_block,
-    parse_finish_reason,
-    parse_message,
-    parse_stream_chunk,
-    parse_token_usage,
+
+if TYPE_CHECKING:
+    from dsh.core.llm.validate import (
+        parse_content_block,
+        parse_finish_reason,
+        parse_message,
+        parse_stream_chunk,
+        parse_token_usage,
+    )
+
+_VALIDATORS = frozenset(
+    {"parse_content_block", "parse_finish_reason", "parse_message", "parse_stream_chunk", "parse_token_usage"}
 )
+
+
+def __getattr__(name: str) -> Any:
+    """The ``parse_*`` validators, imported on first use (they bring pydantic shapes a turn never needs)."""
+    if name in _VALIDATORS:
+        from dsh.core.llm import validate
+
+        value = getattr(validate, name)
+        globals()[name] = value  # later lookups find it without this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LLM",
