@@ -92,9 +92,9 @@ async def test_resume_continues_numbering_and_sessions_commands_read_what_run_wr
     listed = await dsh("sessions", "list", env=env, cwd=workspace)
     assert listed.status == 0
     header, row = listed.stdout.splitlines()
-    assert header.split() == ["ID", "CREATED", "TURNS", "CWD"]
+    assert header.split() == ["ID", "CREATED", "TURNS", "CWD", "FIRST", "PROMPT"]
     assert row.startswith(session_id)
-    assert row.split()[-2:] == ["2", str(workspace)]
+    assert row.split()[-4:] == ["2", str(workspace), "first", "prompt"]
 
     shown = await dsh("sessions", "show", session_id, env=env, cwd=workspace)
     assert shown.status == 0

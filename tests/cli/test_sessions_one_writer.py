@@ -15,8 +15,11 @@ from tests.cli.helpers import child_env, dsh, namespace, session_id_of, write_tr
 
 RACES = 50
 RACE_DRIVER = Path(__file__).with_name("resume_race.py")
-HOLD = "$ sleep 0.2"
-"""The racing prompt: the winner holds the session for the command's run, so both always overlap."""
+
+
+def hold(marker: Path) -> str:
+    """The racing prompt: the winner's command holds the session until the driver creates ``marker``."""
+    return f"$ while [ ! -e {marker} ]; do sleep 0.01; done"
 
 
 def storage_args(backend: str, tmp_path: Path, workspace: Path) -> list[str]:
@@ -38,9 +41,17 @@ async def test_two_resumes_at_once_exactly_one_writes_the_other_is_refused_namin
     first = await dsh(*storage, "--cwd", str(workspace), "run", "echo first", env=env, cwd=workspace)
     assert first.status == 0, first.stderr
     session_id = session_id_of(first.stderr)
-    argv = [*storage, "--cwd", str(workspace), "run", "--resume", session_id, HOLD]
+    marker = tmp_path / "release"
+    argv = [*storage, "--cwd", str(workspace), "run", "--resume", session_id, hold(marker)]
     driver = await asyncio.create_subprocess_exec(
-        sys.executable, str(RACE_DRIVER), str(RACES), *argv, env=env, cwd=workspace, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        str(RACE_DRIVER),
+        str(RACES),
+        str(marker),
+        *argv,
+        env=env,
+        cwd=workspace,
+        stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await asyncio.wait_for(driver.communicate(), timeout=300)
     assert driver.returncode == 0
