@@ -70,12 +70,15 @@ async def test_each_model_request_finds_the_turn_so_far_on_disk(tmp_path: Path) 
     step_one = ["step/start", "assistant/message", "usage", "tool/call", "tool/result", "step/end"]
     tail = second[second.index("user/message") + 1 :]
     assert [t for t in tail if t in step_one] == [*step_one, "step/start"]
-    assert third.count("tool/result") == 2 and third.count("step/end") == 2
+    assert third.count("tool/result") == 2
+    assert third.count("step/end") == 2
     final = types_of(on_disk(root, holder["id"]))
     assert final[-1] == "turn/end"
 
 
-async def test_a_checkpoint_skips_the_fsync_and_the_flush_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_checkpoint_skips_the_fsync_and_the_flush_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "sessions"
     syncs: list[int] = []
     real = os.fsync
