@@ -75,7 +75,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     by the cwd bucket, because an id names one session across every bucket.
 
     Every hook runs its blocking file I/O in the event loop's default executor, so
-    other sessions keep running and different sessions' fsyncs overlap; a read scans
+    other sessions keep running and different sessions' fsyncs overlap (except a
+    checkpoint's write to an existing log: one unsynced ``write``, done on the loop,
+    where it cannot be cancelled halfway); a read scans
     the log there too, while a write encodes its lines on the loop first (small work
     that would only contend for the GIL in a thread). The coordinator runs one hook at a time per session id;
     a hook whose caller is cancelled still finishes its file work (see
