@@ -258,6 +258,7 @@ FROZEN: dict[str, list[str]] = {
     "dsh.core.session": [
         "INTERRUPTED_RESULT_TEXT",
         "SESSIONS",
+        "SESSION_CHECKPOINT",
         "SESSION_CREATED",
         "SESSION_EVENT",
         "SESSION_FLUSH",

@@ -16,7 +16,7 @@ from dsh.core.persistence import SESSION_PERSISTENCE, LoadedSession, MemoryPersi
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
-from tests.agent_loop.helpers import of_type, request_texts, text, until
+from tests.agent_loop.helpers import of_type, request_texts, text
 
 
 async def run_turn(agent: Any, prompt: str, count: int = 1) -> None:
@@ -26,7 +26,9 @@ async def run_turn(agent: Any, prompt: str, count: int = 1) -> None:
     thread); ``when_idle`` then waits for the flush.
     """
     agent.send(text(prompt))
-    await until(lambda: len(of_type(agent.session, "turn/end")) >= count)
+    async with asyncio.timeout(60):  # a safety net: the turn's writes run in worker threads
+        while len(of_type(agent.session, "turn/end")) < count:
+            await asyncio.sleep(0.001)
     await agent.when_idle()
 
 

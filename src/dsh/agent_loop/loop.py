@@ -36,7 +36,7 @@ from dsh.core.agent import (
 from dsh.core.errors import HarnessError, error_code, error_message, to_error
 from dsh.core.llm import LLM, BlockAssembler, FinishReason, GenerateOptions, Message
 from dsh.core.redact import redact_secrets
-from dsh.core.session import SESSION_FLUSH, ErrorReason, Session, TurnEndReason, last_turn_number
+from dsh.core.session import SESSION_CHECKPOINT, SESSION_FLUSH, ErrorReason, Session, TurnEndReason, last_turn_number
 from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
 from dsh.kernel import AbortController, AbortSignal, ServiceKey
@@ -315,6 +315,7 @@ class TurnRun:
                 return
             outcome: StepOutcome | BaseException
             try:
+                await agent.ctx.parallel(SESSION_CHECKPOINT, agent.session)  # the user's words and earlier steps
                 outcome = await run_step(agent, turn, step, controller.signal)
             except Exception as error:
                 outcome = to_error(error)

@@ -92,6 +92,24 @@ class PersistenceBackend(ABC):
         failure nothing of the batch may remain stored.
         """
 
+    async def write_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        """Append ``events`` like :meth:`append_batch`, written but not necessarily synced.
+
+        The batch must survive the death of this process (it is in storage, where a
+        reader sees it), though perhaps not a crash of the machine until a later
+        :meth:`append_batch` or :meth:`sync_log` of the same id, which makes it durable
+        too. On failure nothing of the batch may remain stored. The default appends
+        durably; a backend whose sync is costly writes without it.
+        """
+        await self.append_batch(meta, events, materialized)
+
+    async def sync_log(self, meta: SessionHeader) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Make every :meth:`write_batch` of ``meta["id"]`` durable.
+
+        The default is a no-op, matching the default :meth:`write_batch`, which is
+        durable already.
+        """
+
     @abstractmethod
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         """Cut storage back to ``torn_marker`` (unless it is :data:`MISSING`), then append ``closers``.

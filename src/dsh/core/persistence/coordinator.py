@@ -12,8 +12,14 @@ over a backend's storage hooks:
   already installed, so the buffer holds every event exactly as ``Session.append``
   logged it (validated JSON), even one that a later listener changes or rejects
   by raising (the event is in the log then, so it is persisted too);
+* ``session/checkpoint`` writes the buffered events that storage does not hold yet
+  (:meth:`~dsh.core.persistence.backend.PersistenceBackend.write_batch`: they survive
+  the process's death, not necessarily the machine's) and trims the buffer once they
+  are written;
 * ``session/flush`` appends the buffered events that storage does not hold yet and
-  trims the buffer only once they are durable;
+  trims the buffer only once they are durable; it also syncs what checkpoints wrote
+  (:meth:`~dsh.core.persistence.backend.PersistenceBackend.sync_log`) when nothing is
+  left to append;
 * disposing the backend's fiber drains every buffer, then closes the backend.
 
 Per id, operations run strictly in call order on a *chain*: each one starts once the
@@ -65,6 +71,7 @@ from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.service import LoadedSession
 from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
 from dsh.core.session import (
+    SESSION_CHECKPOINT,
     SESSION_CREATED,
     SESSION_EVENT,
     SESSION_FLUSH,
@@ -85,7 +92,8 @@ class _State:
     """What the coordinator knows about one tracked id.
 
     ``loaded`` refers (weakly: it is the caller's) to what :meth:`load` returned
-    for this state, whose events are then the stored log itself.
+    for this state, whose events are then the stored log itself. ``unsynced`` is
+    True while storage holds written events that are not synced yet.
     """
 
     meta: SessionHeader
@@ -93,6 +101,7 @@ class _State:
     materialized: bool
     owner: Session | None = None
     loaded: weakref.ref[LoadedSession] | None = None
+    unsynced: bool = False
 
     def holds_loaded_events(self, seed: Sequence[SessionEvent]) -> bool:
         """True when ``seed`` starts with the very event objects :meth:`load` returned for this state."""
@@ -150,6 +159,7 @@ class PersistenceCoordinator:
         ctx.on(SESSION_CREATED, self.init_for)
         ctx.on(SESSION_EVENT, self._buffer, prepend=True)
         ctx.on(SESSION_FLUSH, self.flush)
+        ctx.on(SESSION_CHECKPOINT, self.checkpoint)
         ctx.effect(lambda: self._drain, f"{backend.name} drain")
         for session in ctx[SESSIONS].list():
             self.init_for(session)
@@ -223,6 +233,15 @@ class PersistenceCoordinator:
         """
         return asyncio.get_running_loop().create_task(self._flush(session))
 
+    def checkpoint(self, session: Session) -> asyncio.Task[None]:
+        """Write every event buffered for ``session``, without waiting for a sync.
+
+        Like :meth:`flush`, but the events need only survive this process's death;
+        the next flush makes them durable. A failed checkpoint loses nothing: the
+        buffer is trimmed only after a successful write.
+        """
+        return asyncio.get_running_loop().create_task(self._flush(session, sync=False))
+
     def _buffer(self, session: Session, event: SessionEvent) -> None:
         """Buffer the snapshot of a logged event: its encoding (see :func:`encode_event`)."""
         buffer = self._buffers.get(session)
@@ -235,24 +254,27 @@ class PersistenceCoordinator:
         if error is not None:
             self._logger.warn('session "%s" is not persisted: %s', session.header["id"], error)
 
-    async def _flush(self, session: Session) -> None:
+    async def _flush(self, session: Session, *, sync: bool = True) -> None:
         init = self._inits.get(session)
         if init is not None:
             await asyncio.shield(init)
-        await self._serialize(session.header["id"], lambda: self._drain_buffer(session))
+        await self._serialize(session.header["id"], lambda: self._drain_buffer(session, sync))
 
-    async def _drain_buffer(self, session: Session) -> None:
-        buffer = self._buffers.get(session)
-        if not buffer:
-            return
-        batch = buffer[:]
+    async def _drain_buffer(self, session: Session, sync: bool) -> None:
         id = session.header["id"]
         state = self._states.get(id)
-        cursor = 0 if state is None else state.cursor
-        fresh = [record for record in batch if record[1] >= cursor]
-        if fresh:
-            await self._append_core(id, EncodedEvents(fresh))
-        del buffer[: len(batch)]
+        buffer = self._buffers.get(session)
+        if buffer:
+            batch = buffer[:]
+            cursor = 0 if state is None else state.cursor
+            fresh = [record for record in batch if record[1] >= cursor]
+            if fresh:
+                await self._append_core(id, EncodedEvents(fresh), sync=sync)
+            del buffer[: len(batch)]
+            state = self._states.get(id)
+        if sync and state is not None and state.unsynced:
+            await self._backend.sync_log(state.meta)
+            state.unsynced = False
 
     async def _adopt(self, session: Session, seed: list[SessionEvent], resumed: _State | None) -> None:
         """``resumed``: the state whose loaded events ``seed`` was found to start with."""
@@ -338,7 +360,7 @@ class PersistenceCoordinator:
             )
         self._states[id] = _State(meta, 0, False, owner)
 
-    async def _append_core(self, id: str, events: EncodedEvents) -> None:
+    async def _append_core(self, id: str, events: EncodedEvents, *, sync: bool = True) -> None:
         if not events:
             return
         state = self._states.get(id)
@@ -352,7 +374,12 @@ class PersistenceCoordinator:
                 f'append seq mismatch for "{id}": expected {state.cursor + index} at index {index}, got {seq}',
                 "SEQ_MISMATCH",
             )
-        await self._backend.append_batch(state.meta, events, state.materialized)
+        if sync:
+            await self._backend.append_batch(state.meta, events, state.materialized)
+            state.unsynced = False
+        else:
+            await self._backend.write_batch(state.meta, events, state.materialized)
+            state.unsynced = True
         state.materialized = True
         state.cursor += len(events)
 
@@ -377,6 +404,12 @@ class PersistenceCoordinator:
         self._states.pop(id, None)
 
     # ------------------------------------------------------------------ dispose
+    def _sessions_to_flush(self) -> list[Session]:
+        """The sessions with buffered events or with written events not synced yet."""
+        sessions = dict.fromkeys(session for session, buffer in self._buffers.items() if buffer)
+        sessions.update(dict.fromkeys(state.owner for state in self._states.values() if state.unsynced and state.owner))
+        return list(sessions)
+
     async def _drain(self) -> None:
         """Dispose drain: settle adoptions, flush every buffer, settle chains, close.
 
@@ -387,7 +420,7 @@ class PersistenceCoordinator:
         inits = list(self._inits.values())
         if inits:
             await asyncio.wait(inits)
-        flushes = [self.flush(session) for session, buffer in self._buffers.items() if buffer]
+        flushes = [self.flush(session) for session in self._sessions_to_flush()]
         results = await asyncio.gather(*flushes, return_exceptions=True)
         errors = [result for result in results if isinstance(result, Exception)]
         chains = list(self._chains.values())

@@ -7,7 +7,7 @@ every append to ``session/event`` listeners such as persistence backends.
 """
 
 from dsh.core.session.derive import derive_messages
-from dsh.core.session.events import SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH
+from dsh.core.session.events import SESSION_CHECKPOINT, SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH
 from dsh.core.session.jsonvalue import JsonValue, NotJsonError, dumps_json, is_json_value, json_snapshot
 from dsh.core.session.repair import INTERRUPTED_RESULT_TEXT, interrupted_turn_closers
 from dsh.core.session.session import EventLog, Session, is_turn_open, last_turn_number
@@ -56,6 +56,7 @@ from dsh.core.session.validate import (
 __all__ = [
     "INTERRUPTED_RESULT_TEXT",
     "SESSIONS",
+    "SESSION_CHECKPOINT",
     "SESSION_CREATED",
     "SESSION_EVENT",
     "SESSION_FLUSH",

@@ -40,3 +40,14 @@ SESSION_FLUSH: ParallelEvent[[Session]] = ParallelEvent(
     an awaitable that settles once everything logged so far is durable; a failure
     rejects the flush (the loop reports it, it never becomes a session event).""",
 )
+
+SESSION_CHECKPOINT: ParallelEvent[[Session]] = ParallelEvent(
+    "session/checkpoint",
+    doc="""``(session)``: an awaited write checkpoint, cheaper than ``session/flush``.
+
+    The agent loop awaits it before every model request: the turn's user messages and
+    every finished step are then written to storage (they survive the death of the
+    process), though not necessarily synced to the disk (that waits for the next
+    ``session/flush``). A failure rejects the checkpoint; the loop fails the step with
+    it before the model is called.""",
+)

@@ -4,9 +4,10 @@
   exclusive temp file (mode 0600), are fsynced, then hard-linked to the final name
   (which fails if it exists: never a rename over an existing log), and the directory
   is fsynced.
-* :func:`append_durably` writes one batch with one ``write`` and one ``fsync``; if
-  either fails it truncates the file back to its size before the batch, so a retry
-  never duplicates a line.
+* :func:`append_durably` writes one batch with one ``write`` and one ``fsync`` (or
+  without the ``fsync``, left to a later :func:`sync_file`); if either fails it
+  truncates the file back to its size before the batch, so a retry never duplicates a
+  line.
 
 Every function raises ``OSError`` as the OS reports it; callers translate. No
 function follows a symbolic link at the log's own path (``O_NOFOLLOW``: ``ELOOP``).
@@ -100,9 +101,11 @@ def publish_new_file(path: str, data: bytes) -> None:
         os.unlink(temp)
 
 
-def append_durably(path: str, data: bytes) -> None:
+def append_durably(path: str, data: bytes, *, sync: bool = True) -> None:
     """Append ``data`` to the existing file ``path``; returns once it is on disk.
 
+    With ``sync=False`` it returns once the bytes are written (in the OS's cache: they
+    survive this process, not a crash of the machine, until :func:`sync_file`).
     On failure the file is truncated back to its previous size (and fsynced) before
     the error propagates; if that rollback fails too, a note on the error says so.
     """
@@ -111,7 +114,8 @@ def append_durably(path: str, data: bytes) -> None:
         size = os.fstat(fd).st_size
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except BaseException as error:
             try:
                 os.ftruncate(fd, size)
@@ -119,6 +123,15 @@ def append_durably(path: str, data: bytes) -> None:
             except OSError as rollback:
                 error.add_note(f"truncating {path} back to {size} bytes failed too: {rollback}")
             raise
+    finally:
+        os.close(fd)
+
+
+def sync_file(path: str) -> None:
+    """Make every byte written to ``path`` durable (its fsync)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
     finally:
         os.close(fd)
 

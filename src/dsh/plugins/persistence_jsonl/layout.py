@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 
@@ -59,6 +60,7 @@ def bucket_name(cwd: str | None) -> str:
     return "cwd-" + hashlib.sha256(_utf8(cwd)).hexdigest()[:12]
 
 
+@functools.lru_cache(maxsize=1024)
 def log_path(root: str, cwd: str | None, id: str) -> str:
-    """The log file of session ``id`` with ``cwd`` under ``root``."""
+    """The log file of session ``id`` with ``cwd`` under ``root`` (memoized: every write asks for it)."""
     return os.path.join(root, bucket_name(cwd), encode_segment(id) + LOG_SUFFIX)

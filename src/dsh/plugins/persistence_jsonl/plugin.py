@@ -33,6 +33,7 @@ from dsh.plugins.persistence_jsonl.files import (
     read_first_line,
     read_if_exists,
     remove_durably,
+    sync_file,
     truncate_durably,
 )
 from dsh.plugins.persistence_jsonl.layout import LOG_SUFFIX, encode_segment, log_path
@@ -61,11 +62,11 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
     Layout and line format: :mod:`dsh.plugins.persistence_jsonl.layout` and SPEC §4b.
     Files appear on the first non-empty append (lazy materialization), atomically; an
-    append writes one batch with one write and one fsync and is rolled back by
-    truncation if it fails. A directory's entry is fsynced when this backend creates
-    the directory, and once per backend instance for the root and each bucket it
-    writes into (covering a directory another writer created but crashed before
-    syncing).
+    append writes one batch with one write and one fsync (a checkpoint's write skips
+    the fsync, which the turn's flush does) and is rolled back by truncation if it
+    fails. A directory's entry is fsynced when this backend creates the directory, and
+    once per backend instance for the root and each bucket it writes into (covering a
+    directory another writer created but crashed before syncing).
 
     One writer per session: loading, adopting or creating a session first takes its
     writer lock, an ``flock`` on ``<root>/<hash of the id>.lock`` held until the backend
@@ -74,7 +75,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     by the cwd bucket, because an id names one session across every bucket.
 
     Every hook runs its blocking file I/O in the event loop's default executor, so
-    other sessions keep running and different sessions' fsyncs overlap; a read scans
+    other sessions keep running and different sessions' fsyncs overlap (except a
+    checkpoint's write to an existing log: one unsynced ``write``, done on the loop,
+    where it cannot be cancelled halfway); a read scans
     the log there too, while a write encodes its lines on the loop first (small work
     that would only contend for the GIL in a thread). The coordinator runs one hook at a time per session id;
     a hook whose caller is cancelled still finishes its file work (see
@@ -150,12 +153,16 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             data = read_if_exists(path)
         return self._prefix(path, data)
 
-    def _write_batch(self, id: str, path: str, data: bytes, materialized: bool) -> None:
+    def _write_batch(self, id: str, path: str, data: bytes, materialized: bool, sync: bool = True) -> None:
         with self._storage(f'writing session "{id}"'):
             if materialized:
-                append_durably(path, data)
+                append_durably(path, data, sync=sync)
             else:
                 self._materialize(id, path, data)
+
+    def _sync(self, id: str, path: str) -> None:
+        with self._storage(f'syncing session "{id}"'):
+            sync_file(path)
 
     def _materialize(self, id: str, path: str, data: bytes) -> None:
         self._prepare_bucket(os.path.dirname(path))
@@ -260,12 +267,34 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         return await run_blocking(None, partial(self._read_live, id, cwd))
 
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        await self._append(meta, events, materialized, sync=True)
+
+    async def write_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        """Append without the fsync; a new log is still published whole and synced (in the executor).
+
+        The write to an existing log runs on the event loop: one ``write`` into the OS's
+        cache, cheaper than the hop to a worker thread.
+        """
+        if not materialized:
+            await self._append(meta, events, materialized, sync=False)
+            return
+        id = meta["id"]
+        data = _encode_lines(self.encoded_batch(events).lines())
+        self._write_batch(id, log_path(self.root, meta.get("cwd"), id), data, True, sync=False)
+
+    async def sync_log(self, meta: SessionHeader) -> None:
+        id = meta["id"]
+        await run_blocking(None, partial(self._sync, id, log_path(self.root, meta.get("cwd"), id)))
+
+    async def _append(
+        self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool, sync: bool
+    ) -> None:
         id = meta["id"]
         path = log_path(self.root, meta.get("cwd"), id)
         lines = self.encoded_batch(events).lines()
         if not materialized:
             lines.insert(0, header_line(meta))
-        await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized))
+        await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized, sync))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         id = meta["id"]

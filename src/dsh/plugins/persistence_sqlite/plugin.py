@@ -167,15 +167,29 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                 scan = scan_rows(rows)
         return StoredPrefix(_header(id, *row), scan.preserved, scan.torn_from)
 
-    def _write_batch(self, meta: SessionHeader, rows: Sequence[_Row], materialized: bool) -> None:
+    def _write_batch(self, meta: SessionHeader, rows: Sequence[_Row], materialized: bool, sync: bool = True) -> None:
+        """One transaction; with ``sync=False`` its commit skips the WAL's fsync (``synchronous = NORMAL``).
+
+        The next commit at the default ``FULL`` level syncs the WAL, earlier frames included.
+        """
         id = meta["id"]
-        with self._transaction(f'writing session "{id}"') as db:
-            if not materialized:
-                db.execute(
-                    _UPSERT_SESSION,
-                    (id, meta["version"], meta["createdAt"], meta.get("cwd"), meta.get("parentSession")),
-                )
-            db.executemany(_INSERT_EVENT, rows)
+        if not sync:
+            self.db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            with self._transaction(f'writing session "{id}"') as db:
+                if not materialized:
+                    db.execute(
+                        _UPSERT_SESSION,
+                        (id, meta["version"], meta["createdAt"], meta.get("cwd"), meta.get("parentSession")),
+                    )
+                db.executemany(_INSERT_EVENT, rows)
+        finally:
+            if not sync:
+                self.db.execute("PRAGMA synchronous = FULL")
+
+    def _sync(self, id: str) -> None:
+        with self._storage(f'syncing session "{id}"'):
+            self.db.execute("PRAGMA wal_checkpoint(FULL)")
 
     def _repair(self, id: str, torn_marker: object, closers: Sequence[_Row]) -> None:
         with self._transaction(f'repairing session "{id}"') as db:
@@ -207,6 +221,15 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         rows = _rows(meta["id"], self.encoded_batch(events).records)
         await self._run(f'writing session "{meta["id"]}"', partial(self._write_batch, meta, rows, materialized))
+
+    async def write_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
+        rows = _rows(meta["id"], self.encoded_batch(events).records)
+        work = partial(self._write_batch, meta, rows, materialized, False)
+        await self._run(f'writing session "{meta["id"]}"', work)
+
+    async def sync_log(self, meta: SessionHeader) -> None:
+        """Checkpoint the WAL into the database file (synced), covering every unsynced commit."""
+        await self._run(f'syncing session "{meta["id"]}"', partial(self._sync, meta["id"]))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         id = meta["id"]

@@ -66,6 +66,7 @@ def open_database(path: str) -> sqlite3.Connection:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = FULL")  # every commit syncs the WAL, unless a checkpoint's write says not to
         (version,) = db.execute("PRAGMA user_version").fetchone()
         if version not in (0, SCHEMA_VERSION):
             raise PersistenceError(
