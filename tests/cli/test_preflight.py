@@ -181,3 +181,19 @@ async def test_run_into_a_reader_that_leaves_stops_quietly(server: WireServer, t
     assert b"Exception ignored" not in err
     _, events = log_of(tmp_path / "sessions", session_id_of(err.decode()))
     assert turn_ends(events)[-1] == {"turn": 1, "reason": {"kind": "aborted", "reason": "output closed"}}
+
+
+def test_a_completed_turn_whose_log_failed_exits_failed_and_says_each_failure_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn that completed but whose turn-end flush failed: exit 1, each agent failure said once."""
+    from dsh.cli import errors
+    from dsh.cli.agent import TurnOutcome
+    from dsh.cli.run import _report
+
+    monkeypatch.setattr(errors, "ONCE", Once())
+    failure = 'writing session "s-1" failed: [Errno 28] No space left on device'
+    failures = [(failure, f'agent "main": {failure}'), (failure, f"session is not persisted: {failure}")]
+    status = _report(TurnOutcome(1, {"kind": "completed"}), None, failures, "check $DEEPSEEK_API_KEY")
+    assert status == 1
+    assert capsys.readouterr().err == f'dsh: agent "main": {failure}\n'
