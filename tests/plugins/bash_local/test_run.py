@@ -369,7 +369,7 @@ CREDENTIALS = {
     "DOCKER_AUTH": "docker-auth",
     "DEEPSEEK_API_KEY": "sk-deepseek-secret",
     "OPENAI_API_KEY": "sk-openai-secret",
-    "ANTHROPIC_AUTH": "auth-value",
+    "REGISTRY_AUTH": "auth-value",
     "HF_TOKEN": "hf-token",
     "SLACK_WEBHOOK_URL": "https://hooks.example/secret",
     "SENTRY_DSN": "https://key@sentry.example/1",
