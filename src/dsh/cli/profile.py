@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from dsh.cli.errors import CliError
-from dsh.cli.settings import Settings
+from dsh.cli.settings import PROVIDERS, Settings
 
 DEFAULT_MODEL = "deepseek-v4-flash"
 """The model of the default profile unless ``--model`` names another."""
@@ -47,9 +47,10 @@ DEFAULT_SYSTEM_PROMPT = (
 
 NO_MODEL_HELP = (
     "no model is configured. dsh talks to DeepSeek by default and needs an API key: set "
-    "DEEPSEEK_API_KEY (for example `export DEEPSEEK_API_KEY=sk-...`; DEEPSEEK_BASE_URL points dsh at "
-    "another server speaking the same chat-completions API), or use --provider openai with "
-    "OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server), or pass --config FILE with a plugin "
+    f"{PROVIDERS['deepseek'][0]} (for example `export {PROVIDERS['deepseek'][0]}=sk-...`; "
+    f"{PROVIDERS['deepseek'][1]} points dsh at another server speaking the same chat-completions API), "
+    f"or use --provider openai with {PROVIDERS['openai'][0]} (and {PROVIDERS['openai'][1]} for a "
+    "compatible server), or pass --config FILE with a plugin "
     "tree that provides a model, or try the keyless demo: `dsh run --demo 'echo hello'` (a "
     "scripted model, clearly labelled, that runs a real bash command and summarizes it)."
 )

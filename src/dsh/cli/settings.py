@@ -20,9 +20,6 @@ from typing import Any
 
 from dsh.cli.errors import CliError
 
-API_KEY_ENV = "DEEPSEEK_API_KEY"
-"""The variable holding the DeepSeek API key (read by the ``llm-deepseek`` plugin)."""
-
 HOME_ENV = "DSH_HOME"
 """Where dsh keeps its data (sessions under ``sessions/``) and its settings file."""
 
