@@ -20,7 +20,7 @@ import types
 import typing
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import Raw, Struct
@@ -58,9 +58,7 @@ class _Invalid(Exception):  # noqa: N818 - internal signal, turned into MALFORME
         super().__init__(f"{message} - at `{path}`")
 
 
-@cache
-def _decoder(target: Any) -> msgspec.json.Decoder[Any]:
-    return msgspec.json.Decoder(target)
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 def _malformed(what: str, detail: str, cause: BaseException) -> HarnessError:
@@ -69,44 +67,54 @@ def _malformed(what: str, detail: str, cause: BaseException) -> HarnessError:
 
 def decode(data: bytes | str, target: type[T] | Any, what: str = "JSON value") -> T:
     """The JSON text ``data`` as a ``target`` value, or raise MALFORMED naming ``what``."""
+    decoder = _decoders.get(target)
+    if decoder is None:
+        decoder = _decoders[target] = msgspec.json.Decoder(target)
     try:
-        return cast(T, _decoder(target).decode(data))
+        value: T = decoder.decode(data)
     except msgspec.ValidationError as error:
         try:
             plain = msgspec.json.decode(data)
-        except msgspec.DecodeError:  # pragma: no cover - the typed decoder reports bad JSON first
-            raise _malformed(what, str(error), error) from error
-        return _lenient_or_raise(plain, target, what, error)
+        except msgspec.DecodeError as bad:  # the typed decoder stopped at a wrong value before the bad JSON
+            raise _malformed(what, f"not JSON: {bad}", bad) from bad
+        value = _lenient_or_raise(plain, target, what, error)
     except msgspec.DecodeError as error:
         raise _malformed(what, f"not JSON: {error}", error) from error
+    return value
 
 
 def convert(value: object, target: type[T] | Any, what: str = "JSON value") -> T:
     """The decoded JSON ``value`` as a ``target`` value, or raise MALFORMED naming ``what``."""
     try:
-        return cast(T, msgspec.convert(value, target, strict=True))
+        result: T = msgspec.convert(value, target, strict=True)
     except msgspec.ValidationError as error:
-        return _lenient_or_raise(value, target, what, error)
+        result = _lenient_or_raise(value, target, what, error)
+    return result
 
 
-def _lenient_or_raise(value: object, target: Any, what: str, error: msgspec.ValidationError) -> T:
+def _lenient_or_raise(value: object, target: Any, what: str, error: msgspec.ValidationError) -> Any:
     try:
-        return cast(T, _lenient(value, target, "$"))
+        return _lenient(value, target, "$")
     except _Invalid as invalid:
         raise _malformed(what, str(invalid), error) from error
 
 
 # ------------------------------------------------------------------ the fallback
 @cache
-def _tags(union: Any) -> tuple[dict[str, type[Struct]], str | None, bool]:
-    """``(tag -> variant, tag field, open?)`` of a union of tagged structs."""
+def _members(union: Any) -> tuple[dict[str, type[Struct]], str | None, type[Struct] | None, bool]:
+    """``(tag -> variant, tag field, the untagged struct member, open?)`` of a union."""
     variants: dict[str, type[Struct]] = {}
     field: str | None = None
+    plain: type[Struct] | None = None
     for member in typing.get_args(union):
-        if isinstance(member, type) and issubclass(member, Struct) and member.__struct_config__.tag is not None:
-            variants[cast(str, member.__struct_config__.tag)] = member
-            field = member.__struct_config__.tag_field
-    return variants, field, Raw in typing.get_args(union)
+        if isinstance(member, type) and issubclass(member, Struct):
+            config = member.__struct_config__
+            if isinstance(config.tag, str):
+                variants[config.tag] = member
+                field = config.tag_field
+            else:
+                plain = member
+    return variants, field, plain, Raw in typing.get_args(union)
 
 
 @cache
@@ -116,16 +124,23 @@ def _hints(cls: type[Struct]) -> tuple[tuple[str, str, Any], ...]:
 
 
 def _lenient(value: object, target: Any, path: str) -> Any:
+    """``value`` as ``target``, walking structs, tuples and unions in Python so unknown variants become ``Unknown``."""
     origin = typing.get_origin(target)
     if origin is types.UnionType or origin is typing.Union:
-        variants, field, open_ = _tags(target)
-        if field is not None and isinstance(value, dict) and isinstance(value.get(field), str):
-            variant = variants.get(value[field])
-            if variant is not None:
-                return _struct(value, variant, path)
-            if open_:
-                return Raw(_encoder.encode(value))
-    elif origin is tuple and isinstance(value, list):
+        variants, field, plain, open_ = _members(target)
+        if type(value) is Raw and open_:
+            return value
+        if isinstance(value, dict):
+            tag = value.get(field) if field is not None else None
+            if isinstance(tag, str):
+                variant = variants.get(tag)
+                if variant is not None:
+                    return _struct(value, variant, path)
+                if open_:
+                    return Raw(_encoder.encode(value))
+            elif plain is not None:
+                return _struct(value, plain, path)
+    elif origin is tuple and isinstance(value, list | tuple):
         item = typing.get_args(target)[0]
         return tuple([_lenient(entry, item, f"{path}[{index}]") for index, entry in enumerate(value)])
     elif isinstance(target, type) and issubclass(target, Struct) and isinstance(value, dict):
@@ -138,6 +153,9 @@ def _lenient(value: object, target: Any, path: str) -> Any:
 
 
 def _struct(value: dict[str, Any], cls: type[Struct], path: str) -> Struct:
+    config = cls.__struct_config__
+    if config.tag_field is not None and config.tag_field in value and value[config.tag_field] != config.tag:
+        raise _Invalid(f"Invalid value {value[config.tag_field]!r}", f"{path}.{config.tag_field}")
     fields: dict[str, Any] = {}
     for name, wire, hint in _hints(cls):
         if wire in value:

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
-from msgspec import UNSET, Raw, Struct, UnsetType
+from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
 from dsh.kernel import AbortSignal
 
 CallId: TypeAlias = str
 Role: TypeAlias = Literal["system", "user", "assistant"]
 Cache: TypeAlias = Literal["ephemeral"]
+
+Count: TypeAlias = Annotated[int, Meta(ge=0)]
+"""A non-negative JSON integer (chunk indices, token counts; turn and step numbers, seq, epoch ms)."""
 
 Unknown: TypeAlias = Raw
 """A variant of an open union this version does not know: its exact JSON, written back as is."""
@@ -124,11 +127,11 @@ FinishReason: TypeAlias = StopFinish | ToolCallsFinish | MaxTokensFinish | Abort
 class TokenUsage(Struct, frozen=True, rename="camel"):
     """Disjoint token counts: billed input = input + cache_read + cache_write."""
 
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int | UnsetType = UNSET
-    cache_write_tokens: int | UnsetType = UNSET
-    reasoning_tokens: int | UnsetType = UNSET
+    input_tokens: Count
+    output_tokens: Count
+    cache_read_tokens: Count | UnsetType = UNSET
+    cache_write_tokens: Count | UnsetType = UNSET
+    reasoning_tokens: Count | UnsetType = UNSET
 
 
 class ToolSchema(Struct, frozen=True):
@@ -145,29 +148,29 @@ class _Chunk(Struct, frozen=True, tag_field="type", rename="camel"):
 
 
 class BlockStartChunk(_Chunk, frozen=True, tag="block-start"):
-    index: int
+    index: Count
     block_type: str
 
 
 class TextDeltaChunk(_Chunk, frozen=True, tag="text-delta"):
-    index: int
+    index: Count
     text: str
 
 
 class ReasoningDeltaChunk(_Chunk, frozen=True, tag="reasoning-delta"):
-    index: int
+    index: Count
     text: str
 
 
 class ToolCallDeltaChunk(_Chunk, frozen=True, kw_only=True, tag="tool-call-delta"):
-    index: int
+    index: Count
     id: CallId
     name: str | UnsetType = UNSET
     arguments_delta: str
 
 
 class BlockEndChunk(_Chunk, frozen=True, tag="block-end"):
-    index: int
+    index: Count
     block: ContentBlock
 
 

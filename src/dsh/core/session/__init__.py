@@ -6,6 +6,7 @@ key :data:`SESSIONS`) creates live sessions on behalf of the calling plugin and 
 every append to ``session/event`` listeners such as persistence backends.
 """
 
+from dsh.core.llm.types import Count
 from dsh.core.session.codec import (
     event_class,
     header_line,
@@ -13,6 +14,7 @@ from dsh.core.session.codec import (
     parse_session_event_line,
     parse_session_header,
     parse_session_header_line,
+    payload_type,
     register_event_type,
     session_event_line,
 )
@@ -20,7 +22,7 @@ from dsh.core.session.derive import derive_messages
 from dsh.core.session.events import SESSION_CHECKPOINT, SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH
 from dsh.core.session.jsonvalue import JsonValue, NotJsonError, dumps_json, is_json_value
 from dsh.core.session.repair import INTERRUPTED_RESULT_TEXT, interrupted_turn_closers
-from dsh.core.session.session import EventLog, Session, is_turn_open, last_turn_number, payload_type
+from dsh.core.session.session import EventLog, Session, is_turn_open, last_turn_number
 from dsh.core.session.store import SESSIONS, SessionStore
 from dsh.core.session.types import (
     CORE_EVENT_TYPES,
@@ -34,7 +36,6 @@ from dsh.core.session.types import (
     ContextMessageEvent,
     ContinuationTrigger,
     CoreEvent,
-    Count,
     DisposedReason,
     ErrorData,
     ErrorEvent,

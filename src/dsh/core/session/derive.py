@@ -1,7 +1,8 @@
 """Deriving the model's history from the log (SPEC §3.3).
 
 The log is the truth; messages are a pure function of it. Values are immutable, so
-the derived messages share the logged blocks: nothing is copied.
+a derived message shares the logged content (``message.content is
+event.data.content`` for a user or assistant message): nothing is copied.
 
 :class:`Derivation` is the incremental form a :class:`~dsh.core.session.Session`
 keeps: the log is append-only, so the messages derived from a prefix never change and
@@ -10,10 +11,13 @@ each call only looks at the events appended since the previous one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from dsh.core.llm.codec import encode, variant_tag
-from dsh.core.llm.types import Message, TextBlock, ToolResultBlock
+import msgspec
+
+from dsh.core.llm.codec import encode
+from dsh.core.llm.types import Message, MessageSource, TextBlock, ToolResultBlock
 from dsh.core.session.types import (
     AbortedReason,
     AssistantMessageEvent,
@@ -28,30 +32,57 @@ from dsh.core.session.types import (
 )
 
 
+def _source_kind(source: MessageSource) -> object:
+    """The ``kind`` of a message source, known or ``Unknown`` (None when it has none)."""
+    if isinstance(source, msgspec.Struct):
+        return source.__struct_config__.tag
+    plain = msgspec.json.decode(source)
+    return plain.get("kind") if isinstance(plain, dict) else None
+
+
 def _tagged(tag: str, data: MessageData | SteeringMessageData) -> Message:
-    kind = encode(variant_tag(data.source)).decode()
+    kind = encode(_source_kind(data.source)).decode()
     return Message(
         role="user",
         content=(TextBlock(text=f"<{tag} source={kind}>"), *data.content, TextBlock(text=f"</{tag}>")),
     )
 
 
+def _user(event: UserMessageEvent) -> Message:
+    return Message(role="user", content=event.data.content)
+
+
+def _assistant(event: AssistantMessageEvent) -> Message:
+    return Message(role="assistant", content=event.data.content)
+
+
+def _tool_result(event: ToolResultEvent) -> Message:
+    data = event.data
+    block = ToolResultBlock(tool_call_id=data.call_id, content=data.content, is_error=data.is_error)
+    return Message(role="user", content=(block,))
+
+
+def _context(event: ContextMessageEvent) -> Message:
+    return _tagged("context", event.data)
+
+
+def _steering(event: SteeringMessageEvent) -> Message:
+    return _tagged("steering", event.data)
+
+
+_DERIVERS: dict[type[Any], Callable[[Any], Message]] = {
+    UserMessageEvent: _user,
+    AssistantMessageEvent: _assistant,
+    ToolResultEvent: _tool_result,
+    ContextMessageEvent: _context,
+    SteeringMessageEvent: _steering,
+}
+
+
 def derive_message(event: SessionEvent) -> Message | None:
-    """The message one event contributes to the history, or None."""
-    kind = type(event)
-    if kind is UserMessageEvent:
-        return Message(role="user", content=event.data.content)  # type: ignore[union-attr]
-    if kind is AssistantMessageEvent:
-        return Message(role="assistant", content=event.data.content)  # type: ignore[union-attr]
-    if kind is ToolResultEvent:
-        data = event.data  # type: ignore[union-attr]
-        block = ToolResultBlock(tool_call_id=data.call_id, content=data.content, is_error=data.is_error)
-        return Message(role="user", content=(block,))
-    if kind is ContextMessageEvent:
-        return _tagged("context", event.data)  # type: ignore[union-attr]
-    if kind is SteeringMessageEvent:
-        return _tagged("steering", event.data)  # type: ignore[union-attr]
-    return None
+    """The message one event contributes to the history, or None (its content is the logged value)."""
+    derive = _DERIVERS.get(type(event))
+    return None if derive is None else derive(event)
 
 
 INTERRUPTED_NOTE = "[interrupted by the user]"
@@ -67,9 +98,9 @@ def interruption(event: SessionEvent, last_role: str | None) -> Message | None:
     message in a row, with nothing saying the first went unanswered. A turn whose
     partial answer was logged ends with that answer, which needs no note.
     """
-    if type(event) is not TurnEndEvent or last_role != "user" or type(event.data.reason) is not AbortedReason:
-        return None
-    return _NOTE
+    if type(event) is TurnEndEvent and last_role == "user" and type(event.data.reason) is AbortedReason:
+        return _NOTE
+    return None
 
 
 def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
@@ -88,11 +119,20 @@ def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     * anything else (boundaries, chunks, usage, errors, unknown types) → nothing.
     """
     messages: list[Message] = []
-    for event in events:
-        message = derive_message(event) or interruption(event, messages[-1].role if messages else None)
-        if message is not None:
-            messages.append(message)
+    _extend(messages, events)
     return messages
+
+
+def _extend(messages: list[Message], events: Iterable[SessionEvent]) -> None:
+    derivers = _DERIVERS
+    for event in events:
+        derive = derivers.get(type(event))
+        if derive is not None:
+            messages.append(derive(event))
+        elif type(event) is TurnEndEvent:
+            note = interruption(event, messages[-1].role if messages else None)
+            if note is not None:
+                messages.append(note)
 
 
 class Derivation:
@@ -111,10 +151,8 @@ class Derivation:
 
     def messages(self, events: Sequence[SessionEvent]) -> list[Message]:
         """The derivation of ``events`` (see :func:`derive_messages`)."""
-        derived = self._messages
-        for event in events[self._covered :]:
-            message = derive_message(event) or interruption(event, derived[-1].role if derived else None)
-            if message is not None:
-                derived.append(message)
-        self._covered = len(events)
-        return derived.copy()
+        covered = self._covered
+        if covered < len(events):
+            _extend(self._messages, events[covered:])
+            self._covered = len(events)
+        return self._messages.copy()

@@ -16,17 +16,14 @@ values, kept exactly as read (SPEC §0.6).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec import UNSET, Struct, UnsetType
 
-from dsh.core.llm.types import CallId, ContentBlock, MessageSource, StreamChunk, TokenUsage, Unknown
+from dsh.core.llm.types import CallId, ContentBlock, Count, MessageSource, StreamChunk, TokenUsage, Unknown
 
 SessionId: TypeAlias = str
 SESSION_FORMAT_VERSION = 1
-
-Count: TypeAlias = Annotated[int, Meta(ge=0)]
-"""A non-negative JSON integer (turn and step numbers, seq, epoch ms)."""
 
 
 class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
@@ -44,7 +41,7 @@ class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
 
     cwd: str | UnsetType = UNSET
     parent_session: str | UnsetType = UNSET
-    created_at: int | UnsetType = UNSET
+    created_at: Count | UnsetType = UNSET
 
 
 # ------------------------------------------------------------------ triggers
