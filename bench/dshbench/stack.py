@@ -2,7 +2,7 @@
 
 :func:`boot` loads, in the order of ``examples/base-core.yml``, the core services
 (llm, sessions, system prompt, tools, agents), optionally the invariants plugin (dev
-mode, freezing, as the examples load it), the local bash executor and the bash tools,
+mode, as the examples load it), the local bash executor and the bash tools,
 a persistence backend, the DeepSeek adapter pointed at a wire server, an in-process
 no-op tool, and the agent loop. Only the model is fake (the wire server, in the parent
 process); everything else is the code that ships.
@@ -63,8 +63,8 @@ class StackOptions:
     freeze_startup: bool = False
 
 
-async def _noop(_args: Any, _execution: ToolExecution) -> list[ContentBlock]:
-    return [text("ok")]
+async def _noop(_args: Any, _execution: ToolExecution) -> tuple[ContentBlock, ...]:
+    return (text("ok"),)
 
 
 def _noop_tool(ctx: Context, _config: object) -> None:

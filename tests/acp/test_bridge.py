@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from dsh.core.llm import text
+from dsh.core.session import UserMessageEvent
 from dsh.testing.scripted import text_response
 from tests.acp.client import RpcResponseError, message_text
 from tests.acp.helpers import CWD, bridge_stack
@@ -67,7 +69,7 @@ async def test_allows_multiple_concurrent_sessions_each_with_a_distinct_id(tmp_p
         assert len(set(ids)) == 3
         assert sorted(stack.bridge.session_ids) == sorted(ids)
         for session_id in ids:
-            assert stack.agent(session_id).session.header["cwd"] == CWD
+            assert stack.agent(session_id).session.header.cwd == CWD
 
 
 async def test_rejects_a_non_absolute_cwd_but_accepts_any_absolute_cwd_per_session_workspace(tmp_path: Path) -> None:
@@ -81,7 +83,7 @@ async def test_rejects_a_non_absolute_cwd_but_accepts_any_absolute_cwd_per_sessi
             "message": "Invalid params: cwd must be an absolute path: relative/dir",
         }
         session_id = await stack.client.new_session("/tmp")
-        assert stack.agent(session_id).session.header["cwd"] == "/tmp"
+        assert stack.agent(session_id).session.header.cwd == "/tmp"
         assert len(stack.agents.list()) == 1
 
 
@@ -143,9 +145,9 @@ async def test_accepts_a_resource_link_prompt_by_rendering_the_link_into_the_tex
         result = await stack.client.request("session/prompt", {"sessionId": session_id, "prompt": prompt})
         assert result == {"stopReason": "end_turn"}
         expected = 'see \n[resource_link name="notes.md" uri="file:///tmp/notes.md"]\n'
-        [user] = [e["data"] for e in stack.agent(session_id).session.events if e["type"] == "user/message"]
-        assert user["content"] == [{"type": "text", "text": expected}]
-        assert stack.harness.model.requests[0].messages[-1]["content"] == [{"type": "text", "text": expected}]
+        [user] = [e.data for e in stack.agent(session_id).session.events if type(e) is UserMessageEvent]
+        assert user.content == (text(expected),)
+        assert stack.harness.model.requests[0].messages[-1].content == (text(expected),)
 
 
 async def test_rejects_a_prompt_for_an_unknown_session(tmp_path: Path) -> None:

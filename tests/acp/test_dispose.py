@@ -9,7 +9,8 @@ import pytest
 
 from dsh.acp import DISPOSED_MESSAGE, RequestError
 from dsh.core.agent import AGENT_STATUS
-from dsh.core.session import SESSION_EVENT
+from dsh.core.llm import text
+from dsh.core.session import SESSION_EVENT, AbortedReason, CompletedReason, DisposedReason, TurnEndEvent
 from dsh.kernel import FiberState
 from dsh.testing.scripted import HANG, text_response
 from tests.acp.client import RpcResponseError, result_of
@@ -28,9 +29,9 @@ async def test_disposal_reaches_quiescence_a_running_turn_is_aborted_and_awaited
         await stack.acp_fiber.dispose()
         # by the time dispose returned, the turn was closed and the agent stopped
         assert agent.status == "disposed"
-        ends = [e["data"] for e in agent.session.events if e["type"] == "turn/end"]
+        ends = [e.data for e in agent.session.events if type(e) is TurnEndEvent]
         assert len(ends) == 1
-        assert ends[0]["reason"]["kind"] in ("aborted", "disposed")
+        assert type(ends[0].reason) in (AbortedReason, DisposedReason)
         assert result_of(await prompt) == {"stopReason": "cancelled"}
         assert stack.bridge.closed
 
@@ -103,8 +104,8 @@ async def test_a_client_disconnect_mid_prompt_lets_the_prompt_finish_and_answers
         assert stack.bridge.closed
         assert stack.bridge.session_ids == []
         assert agent.status == "idle"
-        ends = [e["data"]["reason"] for e in agent.session.events if e["type"] == "turn/end"]
-        assert ends == [{"kind": "completed"}]
+        ends = [e.data.reason for e in agent.session.events if type(e) is TurnEndEvent]
+        assert ends == [CompletedReason()]
 
 
 async def test_a_client_disconnect_mid_prompt_tears_the_session_down_to_quiescence_on_disposal(
@@ -126,8 +127,8 @@ async def test_a_client_disconnect_mid_prompt_tears_the_session_down_to_quiescen
         assert stack.bridge.closed
         assert stack.bridge.session_ids == []
         assert agent.status == "disposed"
-        ends = [e["data"]["reason"] for e in agent.session.events if e["type"] == "turn/end"]
-        assert ends == [{"kind": "disposed"}]
+        ends = [e.data.reason for e in agent.session.events if type(e) is TurnEndEvent]
+        assert ends == [DisposedReason()]
         # the answer still reached the client before the server closed its side
         assert result_of(await prompt) == {"stopReason": "cancelled"}
 
@@ -144,7 +145,7 @@ async def test_a_client_disconnect_racing_fiber_dispose_both_reach_quiescence_sh
         await asyncio.gather(stack.acp_fiber.dispose(), bridge.wait_closed(), bridge.quiesce())
         assert bridge.closed
         assert agent.status == "disposed"
-        assert len([e for e in agent.session.events if e["type"] == "turn/end"]) == 1
+        assert len([e for e in agent.session.events if type(e) is TurnEndEvent]) == 1
         assert result_of(await prompt) == {"stopReason": "cancelled"}
         await bridge.quiesce()  # memoized: a late caller returns at once
 
@@ -162,7 +163,7 @@ async def test_after_dispose_session_update_listeners_are_gone_no_further_update
         assert stack.ctx.listener_count(AGENT_STATUS) == status_before - 1
         # a turn elsewhere streams nothing to the client any more
         outside = stack.harness.agent("outside")
-        outside.send([{"type": "text", "text": "hi"}])
+        outside.send([text("hi")])
         await outside.when_idle()
-        assert [e["type"] for e in outside.session.events][-1] == "turn/end"
+        assert [e.type for e in outside.session.events][-1] == "turn/end"
         assert len(stack.client.frames) == frames

@@ -9,7 +9,22 @@ from typing import Any
 import pytest
 
 from dsh.acp import LineTransport, MemoryTransport
-from dsh.core.session import SESSION_EVENT, Session
+from dsh.core.llm import TextDeltaChunk, UserSource, text
+from dsh.core.session import (
+    SESSION_EVENT,
+    AssistantChunkData,
+    AssistantChunkEvent,
+    CompletedReason,
+    MessageTrigger,
+    Session,
+    StepData,
+    StepEndEvent,
+    StepStartEvent,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartData,
+    TurnStartEvent,
+)
 from dsh.testing.scripted import HANG, text_response
 from tests.acp.client import RpcResponseError, message_text, result_of
 from tests.acp.helpers import CWD, bridge_stack, saw_chunk
@@ -20,31 +35,24 @@ async def test_ignores_events_from_an_agent_the_bridge_does_not_own_strict_id_de
     async with bridge_stack(tmp_path, [text_response("outside"), HANG]) as stack:
         session_id = await stack.session()
         outside = stack.harness.agent("outside")
-        outside.send([{"type": "text", "text": "hi"}])
+        outside.send([text("hi")])
         await outside.when_idle()
         assert stack.updates == []
         prompt = stack.client.prompt_future(session_id, "go")
         await stack.client.wait_for(saw_chunk())
         # a session object that merely carries a bridge session's id is not that session
         impostor = Session(session_id)
-        trigger = {"kind": "message", "source": {"kind": "user"}}
-        for kind, data in [
-            ("turn/start", {"turn": 1, "trigger": trigger}),
-            ("step/start", {"turn": 1, "step": 1}),
-            ("assistant/chunk", {"turn": 1, "step": 1, "chunk": _delta("impostor")}),
-            ("step/end", {"turn": 1, "step": 1}),
-            ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
-        ]:
-            impostor.on_append = lambda session, event: stack.ctx.emit(SESSION_EVENT, session, event)
-            impostor.append(kind, data)
+        impostor.on_append = lambda session, event: stack.ctx.emit(SESSION_EVENT, session, event)
+        impostor.append(TurnStartEvent, TurnStartData(turn=1, trigger=MessageTrigger(source=UserSource())))
+        impostor.append(StepStartEvent, StepData(turn=1, step=1))
+        delta = TextDeltaChunk(index=0, text="impostor")
+        impostor.append(AssistantChunkEvent, AssistantChunkData(turn=1, step=1, chunk=delta))
+        impostor.append(StepEndEvent, StepData(turn=1, step=1))
+        impostor.append(TurnEndEvent, TurnEndData(turn=1, reason=CompletedReason()))
         assert message_text(stack.updates) == "partial"
         assert not prompt.done()
         stack.client.cancel(session_id)
         assert result_of(await prompt) == {"stopReason": "cancelled"}
-
-
-def _delta(text: str) -> dict[str, Any]:
-    return {"type": "text-delta", "index": 0, "text": text}
 
 
 class RefusingUpdates:
@@ -110,7 +118,7 @@ async def test_accepts_session_new_with_additional_directories_empty(tmp_path: P
     async with bridge_stack(tmp_path) as stack:
         await stack.client.initialize()
         session_id = await stack.client.new_session(CWD, additionalDirectories=[])
-        assert stack.agent(session_id).session.header["cwd"] == CWD
+        assert stack.agent(session_id).session.header.cwd == CWD
 
 
 async def test_rejects_non_empty_mcp_servers_until_mcp_wiring_is_implemented(tmp_path: Path) -> None:

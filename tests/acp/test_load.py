@@ -8,8 +8,18 @@ from typing import Any
 
 import pytest
 
+from dsh.core.llm import UNSET, UserSource, text
 from dsh.core.persistence import LoadedSession
-from dsh.core.session import SessionEvent
+from dsh.core.session import (
+    CompletedReason,
+    MessageTrigger,
+    SessionEvent,
+    SessionHeader,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartData,
+    TurnStartEvent,
+)
 from dsh.core.tools import TOOLS, ToolDefinition
 from dsh.kernel import unwrap
 from dsh.testing.scripted import text_response, tool_call_response
@@ -17,7 +27,7 @@ from tests.acp.client import RpcResponseError, message_text
 from tests.acp.events import shell_present_call, shell_present_result
 from tests.acp.helpers import CWD, BridgeStack, bridge_stack
 
-TRIGGER = {"kind": "message", "source": {"kind": "user"}}
+TRIGGER = MessageTrigger(source=UserSource())
 
 
 async def persist_turn(tmp_path: Path, text: str, answer: str, cwd: str = CWD) -> str:
@@ -31,12 +41,10 @@ async def persist_turn(tmp_path: Path, text: str, answer: str, cwd: str = CWD) -
 
 async def store_session(stack: BridgeStack, session_id: str, cwd: str | None) -> None:
     """Write a two-event session straight through the persistence service."""
-    header: Any = {"version": 1, "id": session_id, "createdAt": 1}
-    if cwd is not None:
-        header["cwd"] = cwd
+    header = SessionHeader(version=1, id=session_id, created_at=1, cwd=UNSET if cwd is None else cwd)
     events: list[SessionEvent] = [
-        {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1, "trigger": TRIGGER}},
-        {"type": "turn/end", "seq": 1, "time": 0, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+        TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1, trigger=TRIGGER)),
+        TurnEndEvent(seq=1, time=0, data=TurnEndData(turn=1, reason=CompletedReason())),
     ]
     await stack.persistence.create(header)
     await stack.persistence.append(session_id, events)
@@ -55,7 +63,7 @@ async def test_replays_a_persisted_turn_from_the_event_log_as_session_update_on_
         assert last == {"jsonrpc": "2.0", "id": 2, "result": {}}
         assert all(sid == session_id for sid, _ in loader.client.session_updates)
         agent = loader.agent(session_id)
-        assert agent.session.header["cwd"] == CWD
+        assert agent.session.header.cwd == CWD
         assert loader.bridge.session_ids == [session_id]
 
 
@@ -68,13 +76,13 @@ async def test_a_loaded_session_keeps_serving_prompts(tmp_path: Path) -> None:
         before = len(loader.updates)
         assert await loader.client.prompt(session_id, "again") == {"stopReason": "end_turn"}
         assert message_text(loader.updates[before:]) == "still here"
-        turns = [e["data"]["turn"] for e in loader.agent(session_id).session.events if e["type"] == "turn/start"]
+        turns = [e.data.turn for e in loader.agent(session_id).session.events if type(e) is TurnStartEvent]
         assert turns == [1, 2]
 
 
 def _register_shell(stack: BridgeStack) -> None:
     async def run(args: Any, execution: Any) -> Any:
-        return [{"type": "text", "text": "hello\n"}]
+        return [text("hello\n")]
 
     stack.ctx[TOOLS].register(
         ToolDefinition(
@@ -186,7 +194,7 @@ async def test_rejects_load_when_the_requested_cwd_does_not_match_the_persisted_
         }
         assert loader.agents.get("elsewhere") is None
         assert await loader.client.load_session("elsewhere", f"{other}/.") == {}
-        assert loader.agent("elsewhere").session.header["cwd"] == other
+        assert loader.agent("elsewhere").session.header.cwd == other
         # the metadata lookup finds the right header among several stored sessions
         await store_session(loader, "zz-later", other)  # listed after "elsewhere"
         assert await loader.client.load_session("zz-later", other) == {}

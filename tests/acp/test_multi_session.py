@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from dsh.core.llm import GenerateOptions, StreamChunk
+from dsh.core.llm import GenerateOptions, StreamChunk, TextBlock
+from dsh.core.session import UserMessageEvent
 from dsh.testing.scripted import HANG, text_response
 from tests.acp.client import RpcResponseError, result_of
 from tests.acp.helpers import CWD, BridgeStack, bridge_stack
@@ -15,9 +16,9 @@ from tests.acp.helpers import CWD, BridgeStack, bridge_stack
 
 def answer_by_prompt(options: GenerateOptions) -> list[StreamChunk]:
     """Answer ``<prompt> answer`` to whoever asks (script order cannot say which session asks first)."""
-    prompt = options.messages[-1]["content"][0]
-    assert prompt["type"] == "text"
-    return text_response(f"{prompt['text']} answer")
+    prompt = options.messages[-1].content[0]
+    assert type(prompt) is TextBlock
+    return text_response(f"{prompt.text} answer")
 
 
 def text_of(stack: BridgeStack, session_id: str) -> str:
@@ -58,9 +59,10 @@ async def test_two_sessions_stream_concurrently_without_interleaving_their_updat
         assert text_of(stack, bravo) == "bravo answer"
         for session_id in (alpha, bravo):
             log = stack.agent(session_id).session.events
-            user = [e["data"]["content"][0]["text"] for e in log if e["type"] == "user/message"]
+            user = [e.data.content[0] for e in log if type(e) is UserMessageEvent]
             assert len(user) == 1
-            assert text_of(stack, session_id) == f"{user[0]} answer"
+            assert type(user[0]) is TextBlock
+            assert text_of(stack, session_id) == f"{user[0].text} answer"
 
 
 async def test_cancel_in_one_session_leaves_the_other_session_untouched(tmp_path: Path) -> None:
@@ -76,7 +78,7 @@ async def test_cancel_in_one_session_leaves_the_other_session_untouched(tmp_path
         await stack.agent(alpha).when_idle()
         assert not second.done()
         assert stack.agent(bravo).status == "running"
-        assert [e["type"] for e in stack.agent(bravo).session.events].count("turn/end") == 0
+        assert [e.type for e in stack.agent(bravo).session.events].count("turn/end") == 0
         stack.client.cancel(bravo)
         assert result_of(await second) == {"stopReason": "cancelled"}
 
@@ -121,7 +123,7 @@ async def test_disposing_the_whole_bridge_drains_all_live_sessions_to_quiescence
         await stack.acp_fiber.dispose()
         for agent in agents:
             assert agent.status == "disposed"
-            assert [e["type"] for e in agent.session.events][-1] == "turn/end"
+            assert [e.type for e in agent.session.events][-1] == "turn/end"
         assert result_of(await first) == {"stopReason": "cancelled"}
         assert result_of(await second) == {"stopReason": "cancelled"}
         assert stack.bridge.session_ids == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from msgspec import Raw
 
 from dsh.acp import (
     NULL_PRESENTER,
@@ -16,6 +17,20 @@ from dsh.acp import (
     terminal_cwd,
 )
 from dsh.core.agent import AgentOptions
+from dsh.core.llm import (
+    BlockEndChunk,
+    BlockStartChunk,
+    FinishChunk,
+    ImageBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
+    StreamChunk,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallDeltaChunk,
+    UsageChunk,
+)
+from dsh.core.session import SessionEvent
 from dsh.core.tools import (
     ToolCallPresentation,
     ToolDefinition,
@@ -32,13 +47,14 @@ from tests.acp.events import (
     text,
     tool_call,
     tool_result,
+    user_message,
 )
 
 SID = "s-1"
 
 
 def collect(
-    events: list[dict[str, Any]],
+    events: list[SessionEvent],
     presenter: Any = NULL_PRESENTER,
     terminal: TerminalContext | None = None,
     include_user_messages: bool = True,
@@ -57,7 +73,7 @@ def collect(
 def test_maps_assistant_chunk_text_delta_to_agent_message_chunk() -> None:
     """maps assistant/chunk text-delta to agent_message_chunk"""
     notifications: list[dict[str, Any]] = []
-    stream_session_event_update(SID, chunk({"type": "text-delta", "index": 0, "text": "hi"}), notifications.append)
+    stream_session_event_update(SID, chunk(TextDeltaChunk(index=0, text="hi")), notifications.append)
     assert notifications == [
         {
             "sessionId": SID,
@@ -68,21 +84,23 @@ def test_maps_assistant_chunk_text_delta_to_agent_message_chunk() -> None:
 
 def test_maps_assistant_chunk_reasoning_delta_to_agent_thought_chunk() -> None:
     """maps assistant/chunk reasoning-delta to agent_thought_chunk"""
-    updates = collect([chunk({"type": "reasoning-delta", "index": 0, "text": "hmm"})])
+    updates = collect([chunk(ReasoningDeltaChunk(index=0, text="hmm"))])
     assert updates == [{"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}]
 
 
 @pytest.mark.parametrize(
     "value",
     [
-        {"type": "block-start", "index": 0, "blockType": "text"},
-        {"type": "block-end", "index": 0, "block": {"type": "text", "text": "x"}},
-        {"type": "tool-call-delta", "index": 0, "id": "c", "name": "bash", "argumentsDelta": "{"},
-        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
-        {"type": "finish", "reason": {"kind": "stop"}},
+        BlockStartChunk(index=0, block_type="text"),
+        BlockEndChunk(index=0, block=text("x")),
+        BlockEndChunk(index=0, block=Raw(b'{"type":"hologram"}')),
+        ToolCallDeltaChunk(index=0, id="c", name="bash", arguments_delta="{"),
+        UsageChunk(usage=TokenUsage(input_tokens=1, output_tokens=1)),
+        FinishChunk(reason=StopFinish()),
+        {"type": "finish", "reason": {"kind": "teleported"}},
     ],
 )
-def test_produces_no_update_for_a_non_text_reasoning_chunk_e_g_block_start(value: dict[str, Any]) -> None:
+def test_produces_no_update_for_a_non_text_reasoning_chunk_e_g_block_start(value: StreamChunk | dict[str, Any]) -> None:
     """produces no update for a non-text/reasoning chunk (e.g. block-start)"""
     assert collect([chunk(value)]) == []
 
@@ -150,16 +168,13 @@ def test_maps_tool_result_to_completed_failed_tool_call_update_with_text_content
 
 def test_drops_non_text_tool_result_content_text_only() -> None:
     """drops non-text tool-result content (text-only)"""
-    updates = collect([tool_result("c1", [{"type": "image", "url": "data:,"}])])
+    updates = collect([tool_result("c1", [ImageBlock(url="data:,"), Raw(b'{"type":"hologram"}')])])
     assert updates[0]["content"] == []
 
 
 def test_maps_user_message_text_blocks_to_user_message_chunk_load_replays_the_user_side() -> None:
     """maps user/message text blocks to user_message_chunk (load replays the user side)"""
-    message = event(
-        "user/message",
-        {"content": [text("a"), {"type": "image", "url": "data:,"}, text("b")], "source": {"kind": "user"}},
-    )
+    message = user_message([text("a"), ImageBlock(url="data:,"), Raw(b'{"type":"hologram"}'), text("b")])
     assert collect([message]) == [
         {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "a"}},
         {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "b"}},
@@ -168,7 +183,7 @@ def test_maps_user_message_text_blocks_to_user_message_chunk_load_replays_the_us
 
 def test_can_suppress_user_message_chunks_for_live_prompt_turns() -> None:
     """can suppress user/message chunks for live prompt turns"""
-    message = event("user/message", {"content": [text("a")], "source": {"kind": "user"}})
+    message = user_message([text("a")])
     assert collect([message], include_user_messages=False) == []
 
 
@@ -181,15 +196,16 @@ def test_can_suppress_user_message_chunks_for_live_prompt_turns() -> None:
         event("step/end", {"turn": 1, "step": 1}),
         event("usage", {"turn": 1, "step": 1, "usage": {"inputTokens": 1, "outputTokens": 1}}),
         event("error", {"turn": 1, "step": 1, "message": "x"}),
-        event("context/message", {"content": [text("ctx")], "source": {"kind": "user"}}),
-        event("steering/message", {"turn": 1, "content": [text("steer")], "source": {"kind": "user"}}),
-        event("assistant/message", {"turn": 1, "step": 1, "content": [text("done")]}),
+        event("context/message", {"content": [{"type": "text", "text": "ctx"}], "source": {"kind": "user"}}),
+        event(
+            "steering/message", {"turn": 1, "content": [{"type": "text", "text": "steer"}], "source": {"kind": "user"}}
+        ),
+        event("assistant/message", {"turn": 1, "step": 1, "content": [{"type": "text", "text": "done"}]}),
         event("plugin/custom", ["any", "json"]),
-        event("assistant/chunk", "not an object"),
-        event("assistant/chunk", {"turn": 1, "step": 1, "chunk": "not a chunk"}),
+        event("turn/start", {"turn": 2, "trigger": {"kind": "telepathy"}}),
     ],
 )
-def test_produces_no_update_for_boundary_other_event_types(item: dict[str, Any]) -> None:
+def test_produces_no_update_for_boundary_other_event_types(item: SessionEvent) -> None:
     """produces no update for boundary/other event types"""
     assert collect([item]) == []
 
@@ -279,14 +295,14 @@ def test_a_presentation_that_omits_kind_content_raw_input_uses_the_defaults(tool
 
 
 def test_an_empty_presented_content_list_is_kept(tool_registry: ToolRegistry) -> None:
-    """(extra) present.content is None-coalesced: an empty list replaces the raw content"""
+    """(extra) present.content is None-coalesced: an empty tuple replaces the raw content"""
     tool_registry.register(
         ToolDefinition(
             name="quiet",
             description="d",
             parameters={"type": "object", "properties": {}},
             execute=plain_tool("x").execute,
-            present_result=lambda args, result: ToolResultPresentation(content=[]),
+            present_result=lambda args, result: ToolResultPresentation(content=()),
         )
     )
     presenter = ToolPresenter(tool_registry)
@@ -515,7 +531,7 @@ def test_orphan_guard_a_result_side_terminal_with_no_call_side_terminal_is_dropp
             execute=plain_tool("x").execute,
             present_call=lambda args: ToolCallPresentation(title="no terminal"),
             present_result=lambda args, result: ToolResultPresentation(
-                content=[text("shown")], terminal=ToolTerminal(output="orphan", exit_code=0)
+                content=(text("shown"),), terminal=ToolTerminal(output="orphan", exit_code=0)
             ),
         )
     )

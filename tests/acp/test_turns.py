@@ -10,8 +10,22 @@ from typing import Any
 import pytest
 
 from dsh.core.agent import AGENT_QUEUED, AGENT_STATUS, Agent
-from dsh.core.llm import ContentBlock
-from dsh.core.session import SESSION_EVENT, Session, SessionEvent
+from dsh.core.llm import ContentBlock, PluginSource, text
+from dsh.core.session import (
+    SESSION_EVENT,
+    AbortedReason,
+    CompletedReason,
+    ErrorReason,
+    InjectionTrigger,
+    MessageTrigger,
+    Session,
+    SessionEvent,
+    TurnEndData,
+    TurnEndEvent,
+    TurnEndReason,
+    TurnStartData,
+    TurnStartEvent,
+)
 from dsh.core.tools import TOOLS, ToolCallPresentation, ToolDefinition, ToolExecution
 from dsh.testing.scripted import HANG, error_finish, max_tokens_response, text_response, tool_call_response
 from tests.acp.client import RpcResponseError, message_text, result_of
@@ -21,16 +35,16 @@ from tests.acp.helpers import CWD, BridgeStack, bridge_stack, saw_chunk, wait_st
 PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def turn_starts(agent: Agent) -> list[Any]:
-    return [e["data"] for e in agent.session.events if e["type"] == "turn/start"]
+def turn_starts(agent: Agent) -> list[TurnStartData]:
+    return [e.data for e in agent.session.events if type(e) is TurnStartEvent]
 
 
-def last_turn_end(agent: Agent) -> Any:
-    return [e["data"]["reason"] for e in agent.session.events if e["type"] == "turn/end"][-1]
+def last_turn_end(agent: Agent) -> TurnEndReason:
+    return [e.data.reason for e in agent.session.events if type(e) is TurnEndEvent][-1]
 
 
 async def echo_execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
-    return [{"type": "text", "text": f"ran {args.get('command')}\n"}]
+    return [text(f"ran {args.get('command')}\n")]
 
 
 def register(stack: BridgeStack, definition: ToolDefinition) -> None:
@@ -52,11 +66,7 @@ async def test_rejects_the_prompt_rpc_when_a_turn_fails_no_misleading_end_turn(t
         with pytest.raises(RpcResponseError) as caught:
             await stack.client.prompt(session_id, "go")
         assert caught.value.error == {"code": -32603, "message": "Internal error: turn failed: provider boom"}
-        assert last_turn_end(stack.agent(session_id)) == {
-            "kind": "error",
-            "message": "provider boom",
-            "code": "PROVIDER",
-        }
+        assert last_turn_end(stack.agent(session_id)) == ErrorReason(message="provider boom", code="PROVIDER")
 
 
 async def test_streams_a_tool_call_as_tool_call_then_tool_call_update(tmp_path: Path) -> None:
@@ -134,7 +144,7 @@ async def test_the_terminal_capability_is_snapshotted_per_session_a_later_initia
 
     async def slow_shell(args: Any, execution: ToolExecution) -> list[ContentBlock]:
         await release.wait()
-        return [{"type": "text", "text": "hi\n"}]
+        return [text("hi\n")]
 
     script = [tool_call_response("c1", "shell", {"command": "echo hi", "description": "d"}), text_response("ok")]
     async with bridge_stack(tmp_path, script) as stack:
@@ -207,8 +217,8 @@ def starve(stack: BridgeStack, *types: str) -> None:
     """A peer session/event listener, ahead of everyone, that throws on ``types``."""
 
     def peer(session: Session, event: SessionEvent) -> None:
-        if event["type"] in types:
-            raise RuntimeError(f"peer listener boom on {event['type']}")
+        if event.type in types:
+            raise RuntimeError(f"peer listener boom on {event.type}")
 
     stack.ctx.on(SESSION_EVENT, peer, prepend=True)
 
@@ -221,7 +231,7 @@ async def test_settles_via_the_log_fallback_when_a_prior_session_event_listener_
         session_id = await stack.session()
         starve(stack, "turn/end")
         assert await stack.client.prompt(session_id, "go") == {"stopReason": "end_turn"}
-        assert last_turn_end(stack.agent(session_id)) == {"kind": "completed"}
+        assert last_turn_end(stack.agent(session_id)) == CompletedReason()
 
 
 async def test_log_fallback_rejects_when_the_starved_turn_ended_in_error(tmp_path: Path) -> None:
@@ -252,18 +262,18 @@ async def test_log_fallback_skips_an_injection_turn_when_inferring_the_owning_tu
         agent = stack.agent(session_id)
 
         def peer(session: Session, event: SessionEvent) -> None:
-            if event["type"] == "turn/start" and event["data"]["trigger"]["kind"] == "message":
+            if type(event) is TurnStartEvent and type(event.data.trigger) is MessageTrigger:
                 raise RuntimeError("peer listener boom on the message turn")
 
         def inject_once(subject: Agent, content: Any, info: Any) -> None:
             if subject is agent and not turn_starts(agent):
-                agent.inject([{"type": "text", "text": "context"}], source={"kind": "plugin", "plugin": "test"})
+                agent.inject([text("context")], source=PluginSource(plugin="test"))
 
         stack.ctx.on(SESSION_EVENT, peer, prepend=True)
         stack.ctx.on(AGENT_QUEUED, inject_once)
         with pytest.raises(RpcResponseError, match="turn failed: peer listener boom on the message turn"):
             await stack.client.prompt(session_id, "go")
-        assert [start["trigger"]["kind"] for start in turn_starts(agent)] == ["injection", "message"]
+        assert [type(start.trigger) for start in turn_starts(agent)] == [InjectionTrigger, MessageTrigger]
 
 
 async def test_a_between_turn_injection_does_not_settle_the_prompt_early_message_trigger_correlation(
@@ -278,13 +288,13 @@ async def test_a_between_turn_injection_does_not_settle_the_prompt_early_message
         def inject_once(subject: Agent, content: Any, info: Any) -> None:
             if subject is agent and not injected:
                 injected.append(True)
-                agent.inject([{"type": "text", "text": "context"}], source={"kind": "plugin", "plugin": "test"})
+                agent.inject([text("context")], source=PluginSource(plugin="test"))
 
         stack.ctx.on(AGENT_QUEUED, inject_once)
         assert await stack.client.prompt(session_id, "go") == {"stopReason": "end_turn"}
         assert message_text(stack.updates) == "real answer"
-        triggers = [start["trigger"]["kind"] for start in turn_starts(agent)]
-        assert triggers == ["injection", "message"]
+        triggers = [type(start.trigger) for start in turn_starts(agent)]
+        assert triggers == [InjectionTrigger, MessageTrigger]
 
 
 async def test_rejects_a_second_prompt_while_one_is_in_flight(tmp_path: Path) -> None:
@@ -314,7 +324,7 @@ async def test_session_cancel_aborts_a_running_turn_and_settles_the_prompt_as_ca
         stack.client.cancel(session_id)
         assert result_of(await prompt) == {"stopReason": "cancelled"}
         await agent.when_idle()
-        assert last_turn_end(agent) == {"kind": "aborted", "reason": "session/cancel"}
+        assert last_turn_end(agent) == AbortedReason(reason="session/cancel")
         assert message_text(stack.updates) == "partial"
 
 
@@ -369,8 +379,8 @@ async def test_a_cancelled_turn_s_late_turn_end_does_not_settle_the_next_prompt(
         second = stack.client.prompt_future(session_id, "two")
         assert result_of(await first) == {"stopReason": "cancelled"}
         await stack.client.wait_for(saw_chunk(2))  # turn 2 is streaming: turn 1's end was logged before it
-        ends = [e["data"] for e in agent.session.events if e["type"] == "turn/end"]
-        assert ends == [{"turn": 1, "reason": {"kind": "aborted", "reason": "session/cancel"}}]
+        ends = [e.data for e in agent.session.events if type(e) is TurnEndEvent]
+        assert ends == [TurnEndData(turn=1, reason=AbortedReason(reason="session/cancel"))]
         assert not second.done()
         stack.client.cancel(session_id)
         assert result_of(await second) == {"stopReason": "cancelled"}

@@ -28,15 +28,31 @@ from dsh.adapters.deepseek import DeepSeekAdapter
 from dsh.adapters.openai import OpenAIAdapter
 from dsh.core.errors import LlmError
 from dsh.core.llm import (
+    AbortedFinish,
     BlockAssembler,
+    BlockEndChunk,
+    BlockStartChunk,
     ContentBlock,
+    ErrorFinish,
+    FinishChunk,
     FinishReason,
     GenerateOptions,
+    MaxTokensFinish,
     Message,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
     StreamChunk,
+    TextDeltaChunk,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    ToolResultBlock,
     ToolSchema,
     parse_stream_chunk,
     text,
+    to_json,
+    variant_tag,
 )
 from dsh.kernel import AbortController, AbortError
 from dsh.testing.wire import (
@@ -81,16 +97,16 @@ class Scenario:
 
 
 def _call(call_id: str, name: str, arguments: str) -> ContentBlock:
-    return {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+    return ToolCallBlock(id=call_id, name=name, arguments=arguments)
 
 
 SCENARIOS = [
-    Scenario("text", text_reply("Hel", "lo", usage=Usage(3, 1)), [text("Hello")], {"kind": "stop"}),
+    Scenario("text", text_reply("Hel", "lo", usage=Usage(3, 1)), [text("Hello")], StopFinish()),
     Scenario(
         "reasoning then text",
         text_reply("4", reasoning=["2+2", " is 4"], usage=Usage(20, 6, cached_tokens=16, reasoning_tokens=4)),
-        [{"type": "reasoning", "text": "2+2 is 4"}, text("4")],
-        {"kind": "stop"},
+        [ReasoningBlock("2+2 is 4"), text("4")],
+        StopFinish(),
     ),
     Scenario(
         "parallel tool calls after text, trailing usage",
@@ -105,29 +121,29 @@ SCENARIOS = [
             ]
         ),
         [text("Checking."), _call("call_a", "weather", '{"city": "Paris"}'), _call("call_b", "time", "{}")],
-        {"kind": "tool-calls"},
+        ToolCallsFinish(),
     ),
     Scenario(
         "raw arguments that are not JSON",
         Reply([*tool_call(0, "c1", "f", "{broken , 'x'", pieces=4), Finish("tool_calls")]),
         [_call("c1", "f", "{broken , 'x'")],
-        {"kind": "tool-calls"},
+        ToolCallsFinish(),
     ),
     Scenario(
         "tool deltas that never carry id or name",
         Reply([ToolCallDelta(0, '{"a":'), ToolCallDelta(0, "1}"), Finish("tool_calls")]),
         [_call("", "", '{"a":1}')],
-        {"kind": "tool-calls"},
+        ToolCallsFinish(),
     ),
-    Scenario("max tokens", text_reply("trunc", finish="length"), [text("trunc")], {"kind": "max-tokens"}),
+    Scenario("max tokens", text_reply("trunc", finish="length"), [text("trunc")], MaxTokensFinish()),
     Scenario(
         "unknown finish reason",
         text_reply("redac", finish="content_filter"),
         [text("redac")],
-        {"kind": "error", "message": "model stopped: content_filter", "code": "CONTENT_FILTER"},
+        ErrorFinish(message="model stopped: content_filter", code="CONTENT_FILTER"),
     ),
     Scenario(
-        "usage on a trailing chunk", Reply([TextDelta("x"), Finish("stop"), Usage(5, 2)]), [text("x")], {"kind": "stop"}
+        "usage on a trailing chunk", Reply([TextDelta("x"), Finish("stop"), Usage(5, 2)]), [text("x")], StopFinish()
     ),
     Scenario("HTTP 401", api_error(401, "bad key"), code="AUTH"),
     Scenario("HTTP 400", api_error(400, "bad request"), code="INVALID_REQUEST"),
@@ -143,13 +159,13 @@ SCENARIOS = [
 ]
 
 TOOLS: list[ToolSchema] = [
-    {"name": "weather", "description": "Weather for a city.", "parameters": {"type": "object"}, "strict": True},
-    {"name": "time", "description": "The time.", "parameters": {"type": "object"}},
+    ToolSchema("weather", "Weather for a city.", {"type": "object"}, strict=True),
+    ToolSchema("time", "The time.", {"type": "object"}),
 ]
 
 
 def _options(**fields: object) -> GenerateOptions:
-    opts = GenerateOptions(model="deepseek-v4-flash", messages=[{"role": "user", "content": [text("hi")]}])
+    opts = GenerateOptions(model="deepseek-v4-flash", messages=[Message("user", (text("hi"),))])
     for key, value in fields.items():
         setattr(opts, key, value)
     return opts
@@ -165,7 +181,7 @@ class Outcome:
     @property
     def finish(self) -> FinishReason | None:
         last = self.chunks[-1] if self.chunks else None
-        return last["reason"] if last is not None and last["type"] == "finish" else None
+        return last.reason if type(last) is FinishChunk else None
 
     @property
     def failure_code(self) -> str | None:
@@ -173,8 +189,8 @@ class Outcome:
         if self.raised is not None:
             return self.raised.code
         finish = self.finish
-        if finish is not None and finish["kind"] == "error":
-            return finish.get("code")
+        if type(finish) is ErrorFinish:
+            return finish.code or None
         return None
 
     def content(self) -> list[ContentBlock]:
@@ -199,8 +215,8 @@ def _assert_protocol(outcome: Outcome, *, completed: bool) -> None:
     """The SPEC §2.2 chunk contract; see the module docstring. A ``completed`` stream closes every block."""
     chunks = outcome.chunks
     for chunk in chunks:
-        parse_stream_chunk(chunk)
-    types = [chunk["type"] for chunk in chunks]
+        assert parse_stream_chunk(to_json(chunk)) == chunk  # a valid chunk, whose JSON decodes back to it
+    types = [variant_tag(chunk) for chunk in chunks]
     if outcome.raised is None:
         assert types.count("finish") == 1
         assert types[-1] == "finish"
@@ -213,25 +229,25 @@ def _assert_protocol(outcome: Outcome, *, completed: bool) -> None:
     ended: set[int] = set()
     deltas: dict[int, BlockAssembler] = {}
     for chunk in chunks:
-        if chunk["type"] == "block-start":
-            assert chunk["index"] not in started
-            started.add(chunk["index"])
-        elif chunk["type"] in ("text-delta", "reasoning-delta", "tool-call-delta"):
-            index = chunk["index"]
+        if type(chunk) is BlockStartChunk:
+            assert chunk.index not in started
+            started.add(chunk.index)
+        elif isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk | ToolCallDeltaChunk):
+            index = chunk.index
             assert index in started
             assert index not in ended
-            if chunk["type"] == "tool-call-delta":
-                assert isinstance(chunk["argumentsDelta"], str)
+            if type(chunk) is ToolCallDeltaChunk:
+                assert isinstance(chunk.arguments_delta, str)
             deltas.setdefault(index, BlockAssembler()).push(chunk)
-        elif chunk["type"] == "block-end":
-            index = chunk["index"]
+        elif type(chunk) is BlockEndChunk:
+            index = chunk.index
             assert index in started
             assert index not in ended
             ended.add(index)
-            block = chunk["block"]
+            block = chunk.block
             assert [block] == deltas[index].blocks()  # the block its own deltas assemble to
-            if block["type"] == "tool-call":
-                assert isinstance(block["arguments"], str)
+            if type(block) is ToolCallBlock:
+                assert isinstance(block.arguments, str)
     if completed:
         assert ended == started
 
@@ -261,21 +277,17 @@ async def test_the_twins_produce_equal_assembled_messages(scenario: Scenario) ->
         assert deepseek.finish == twin.finish
     else:
         assert twin.raised is None  # the twin reports failures in band
-        assert twin.finish is not None
-        assert twin.finish["kind"] == "error"
+        assert type(twin.finish) is ErrorFinish
 
 
 async def test_the_twins_send_the_same_request_for_equivalent_settings() -> None:
     """equivalent thinking settings and the same options give JSON-equal request bodies"""
     history: list[Message] = [
-        {"role": "user", "content": [text("weather?")]},
-        {
-            "role": "assistant",
-            "content": [{"type": "reasoning", "text": "call it"}, _call("c1", "weather", "{broken")],
-        },
-        {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c1", "content": []}, text("and?")]},
-        {"role": "system", "content": [text("be brief")]},
-        {"role": "assistant", "content": []},
+        Message("user", (text("weather?"),)),
+        Message("assistant", (ReasoningBlock("call it"), _call("c1", "weather", "{broken"))),
+        Message("user", (ToolResultBlock(tool_call_id="c1", content=()), text("and?"))),
+        Message("system", (text("be brief"),)),
+        Message("assistant", ()),
     ]
     options = _options(system="sys", messages=history, tools=TOOLS, temperature=0.5, max_tokens=99, stop=["END"])
     settings = [("enabled", "high", "high"), ("enabled", "max", "xhigh"), ("disabled", None, "off")]
@@ -321,9 +333,9 @@ async def test_an_abort_mid_stream_ends_the_stream_and_releases_the_connection(a
         if isinstance(ending, AbortError):
             assert ending.reason == "stop"  # raised, carrying the signal's reason
         else:
-            assert ending == {"type": "finish", "reason": {"kind": "aborted"}}  # or finished in band
+            assert ending == FinishChunk(reason=AbortedFinish())  # or finished in band
         await server.wait_for_connections(0)
-        assert [chunk["type"] for chunk in seen[:2]] == ["block-start", "text-delta"]
+        assert [variant_tag(chunk) for chunk in seen[:2]] == ["block-start", "text-delta"]
 
 
 @pytest.mark.parametrize("adapter_name", list(ADAPTERS))
@@ -334,6 +346,6 @@ async def test_closing_the_stream_early_releases_the_connection(adapter_name: st
         ADAPTERS[adapter_name](server.base_url) as adapter,
     ):
         stream = adapter.stream(_options())
-        assert (await anext(stream))["type"] == "block-start"
+        assert type(await anext(stream)) is BlockStartChunk
         await stream.aclose()  # type: ignore[attr-defined]
         await server.wait_for_connections(0)

@@ -15,21 +15,24 @@ from dsh.core.agent import (
     AGENT_TURN_END,
     AGENT_TURN_START,
 )
-from dsh.core.llm import TextBlock
-from dsh.core.session import Session
+from dsh.core.errors import HarnessError
+from dsh.core.llm import ContentBlock, TextBlock, ToolResultBlock, text_of
+from dsh.core.session import AssistantMessageEvent, Session
 from dsh.kernel import Context
+from dsh.testing.logs import data_json, event_types
 
 
-def text(value: str) -> list[TextBlock]:
-    return [{"type": "text", "text": value}]
+def text(value: str) -> tuple[ContentBlock, ...]:
+    return (TextBlock(text=value),)
 
 
 def types(session: Session) -> list[str]:
-    return [event["type"] for event in session.events]
+    return event_types(session)
 
 
 def of_type(session: Session, kind: str) -> list[Any]:
-    return [event["data"] for event in session.events if event["type"] == kind]
+    """The ``data`` of every ``kind`` event, as JSON."""
+    return data_json(session, kind)
 
 
 def turn_end_reasons(session: Session) -> list[dict[str, Any]]:
@@ -37,22 +40,40 @@ def turn_end_reasons(session: Session) -> list[dict[str, Any]]:
 
 
 def assistant_texts(session: Session) -> list[str]:
-    out: list[str] = []
-    for data in of_type(session, "assistant/message"):
-        out.append("".join(b.get("text", "") for b in data["content"] if b["type"] == "text"))
-    return out
+    return [text_of(event.data.content) for event in session.events if type(event) is AssistantMessageEvent]
 
 
 def request_texts(request: Any) -> str:
     """Every text of every message of a model request, joined (for containment checks)."""
     parts: list[str] = []
     for message in request.messages:
-        for block in message["content"]:
-            if block["type"] == "text":
-                parts.append(block["text"])
-            elif block["type"] == "tool-result":
-                parts.extend(inner.get("text", "") for inner in block["content"])
+        for block in message.content:
+            if type(block) is TextBlock:
+                parts.append(block.text)
+            elif type(block) is ToolResultBlock:
+                parts.append(text_of(block.content))
     return "\n".join(parts)
+
+
+class RefusingSession(Session):
+    """A session whose next ``refusals`` appends of ``refused`` raise before anything is stored.
+
+    Typed appends cannot be refused by their data any more, so this stands in for an
+    append that fails before its event is logged.
+    """
+
+    __slots__ = ("refusals", "refused")
+
+    def __init__(self, id: str, refused: type[Any], refusals: int = 1) -> None:
+        super().__init__(id)
+        self.refused = refused
+        self.refusals = refusals
+
+    def append(self, kind: Any, data: Any) -> Any:
+        if kind is self.refused and self.refusals:
+            self.refusals -= 1
+            raise HarnessError(f"{kind.__name__} refused", "INVALID_EVENT_DATA")
+        return super().append(kind, data)
 
 
 class Recorder:

@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 
-from dsh.core.agent import AGENT_STATUS
-from dsh.core.session import SESSION_EVENT, SESSION_FLUSH
+from dsh.agent_loop import ReactLoopAgent
+from dsh.core.agent import AGENT_STATUS, AgentOptions
+from dsh.core.errors import HarnessError
+from dsh.core.llm import PluginSource, UserSource
+from dsh.core.session import SESSION_EVENT, SESSION_FLUSH, InjectionTrigger, TurnStartData, TurnStartEvent
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import HANG, text_response
-from tests.agent_loop.helpers import Recorder, of_type, text, turn_end_reasons, types, until
+from tests.agent_loop.helpers import Recorder, RefusingSession, of_type, text, turn_end_reasons, types, until
 
 
 @pytest.mark.parametrize("method", ["send", "steer", "inject"])
@@ -20,7 +23,9 @@ async def test_input_methods_throw_after_disposal(method: str) -> None:
     """send() throws after disposal / steer() throws after disposal / inject() throws after disposal"""
     async with Harness([]) as h:
         agent = h.agent()
+        assert agent.is_disposed() is False
         await agent.stop()
+        assert agent.is_disposed() is True
         with pytest.raises(Exception, match="disposed"):
             getattr(agent, method)(text("x"))
 
@@ -36,8 +41,7 @@ async def test_inject_decides_enclosure_from_the_log_open_turn_not_agent_status(
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         agent.inject(text("outside"))
         assert types(session)[-3:] == ["turn/start", "context/message", "turn/end"]
-        assert session.events[-3]["data"]["trigger"]["kind"] == "injection"
-        assert session.events[-3]["data"]["turn"] == 2
+        assert session.events[-3].data == TurnStartData(turn=2, trigger=InjectionTrigger(source=UserSource()))
 
 
 async def test_idle_inject_contains_a_failing_flush(caplog: pytest.LogCaptureFixture) -> None:
@@ -61,10 +65,16 @@ async def test_idle_inject_closes_its_one_shot_turn_and_still_checkpoints_even_i
         agent = h.agent()
         flushes: list[Any] = []
         h.ctx.on(SESSION_FLUSH, lambda s: flushes.append(s))
-        with pytest.raises(ValueError, match="non-JSON"):
-            agent.inject([{"type": "text", "text": float("nan")}])  # type: ignore[typeddict-item]
+
+        def boom(_s: Any, event: Any) -> None:
+            if event.type == "context/message":
+                raise RuntimeError("listener boom")
+
+        h.ctx.on(SESSION_EVENT, boom)
+        with pytest.raises(RuntimeError, match="listener boom"):
+            agent.inject(text("note"))
         await until(lambda: len(flushes) == 1)
-        assert types(agent.session) == ["turn/start", "turn/end"]
+        assert types(agent.session) == ["turn/start", "context/message", "turn/end"]
 
 
 async def test_idle_inject_still_checkpoints_when_a_listener_throws_on_the_synthetic_turn_end() -> None:
@@ -75,7 +85,7 @@ async def test_idle_inject_still_checkpoints_when_a_listener_throws_on_the_synth
         h.ctx.on(SESSION_FLUSH, lambda s: flushes.append(s))
 
         def boom(_s: Any, event: Any) -> None:
-            if event["type"] == "turn/end":
+            if event.type == "turn/end":
                 raise RuntimeError("listener boom")
 
         h.ctx.on(SESSION_EVENT, boom)
@@ -104,13 +114,17 @@ async def test_idle_inject_reports_a_failing_flush_via_agent_error_step_0_and_th
         assert "disk gone" in caplog.text
 
 
-async def test_idle_inject_with_a_non_serializable_source_opens_no_turn() -> None:
-    """idle inject() with a non-serializable source opens no turn (nothing to close)"""
+async def test_idle_inject_whose_turn_start_is_refused_opens_no_turn() -> None:
+    """idle inject() whose turn/start is refused opens no turn (nothing to close, nothing to flush)"""
     async with Harness([]) as h:
-        agent = h.agent()
-        with pytest.raises(ValueError, match="non-JSON"):
-            agent.inject(text("x"), source={"kind": "plugin", "plugin": object()})  # type: ignore[typeddict-item]
+        agent = ReactLoopAgent(h.ctx, "solo", AgentOptions(model="mock"), RefusingSession("s", TurnStartEvent))
+        flushes: list[Any] = []
+        h.ctx.on(SESSION_FLUSH, lambda s: flushes.append(s))
+        with pytest.raises(HarnessError, match="refused"):
+            agent.inject(text("x"))
         assert types(agent.session) == []
+        await agent.stop()
+        assert flushes == []
 
 
 async def test_steer_when_idle_falls_through_to_send_and_starts_a_turn() -> None:
@@ -121,7 +135,7 @@ async def test_steer_when_idle_falls_through_to_send_and_starts_a_turn() -> None
         await until(lambda: bool(of_type(agent.session, "turn/end")))
         await agent.when_idle()
         assert "steering/message" not in types(agent.session)
-        assert of_type(agent.session, "user/message")[0]["content"] == text("hi")
+        assert of_type(agent.session, "user/message")[0]["content"] == [{"type": "text", "text": "hi"}]
 
 
 async def test_disposer_is_idempotent_double_stop() -> None:
@@ -141,7 +155,7 @@ async def test_setting_the_same_status_does_not_emit_agent_status_again() -> Non
         rec = Recorder(h.ctx, agent)
         agent.send(text("one"))
         await until(lambda: rec.statuses == ["running", "idle"])
-        agent.set_status("idle")
+        agent.state.set_status("idle")
         agent.send(text("two"))
         await until(lambda: rec.statuses == ["running", "idle", "running", "idle"])
         assert rec.statuses.count("idle") == 2
@@ -224,7 +238,7 @@ async def test_when_idle_on_a_disposed_agent_awaits_the_loop_exit_not_just_the_s
         stopping = agent.stop()
         assert agent.status == "disposed"
         await agent.when_idle()
-        assert agent.session.events[-1]["type"] == "turn/end"
+        assert agent.session.events[-1].type == "turn/end"
         await stopping
 
 
@@ -279,15 +293,19 @@ async def test_abort_resolves_reason_to_aborted_when_no_reason_provided() -> Non
 
 
 async def test_a_listener_editing_the_default_source_cannot_change_later_messages() -> None:
-    """(extra) The default ``{kind: user}`` source is a fresh object per message, never a shared one."""
+    """(extra) The default ``{kind: user}`` source is an immutable value: a listener cannot change it."""
     from dsh.core.agent import AGENT_QUEUED
 
     async with Harness([text_response("a"), text_response("b")]) as h:
         agent = h.agent()
+        refused: list[str] = []
 
         def vandal(_a: Any, _content: Any, info: Any) -> None:
-            info["source"]["kind"] = "plugin"
-            info["source"]["plugin"] = "vandal"
+            with pytest.raises(AttributeError):
+                info.source.kind = "plugin"
+            with pytest.raises(AttributeError):
+                info.source = PluginSource(plugin="vandal")
+            refused.append("yes")
 
         effect = h.ctx.on(AGENT_QUEUED, vandal)
         agent.send(text("one"))
@@ -298,4 +316,5 @@ async def test_a_listener_editing_the_default_source_cannot_change_later_message
         await until(lambda: len(of_type(agent.session, "turn/end")) == 2)
         await agent.when_idle()
         sources = [data["source"] for data in of_type(agent.session, "user/message")]
-        assert sources[1] == {"kind": "user"}
+        assert sources == [{"kind": "user"}, {"kind": "user"}]
+        assert refused == ["yes"]

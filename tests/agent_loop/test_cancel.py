@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from dsh.core.agent import AGENT_STATUS, AGENT_STEP_START, AGENT_TURN_CONTINUATION, AGENT_TURN_START
+from dsh.core.llm import Message, TextBlock
 from dsh.core.session.derive import INTERRUPTED_NOTE
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import HANG, text_response, tool_call_response
@@ -201,8 +202,8 @@ async def test_an_aborted_stream_logs_the_partial_answer_and_the_next_turn_sees_
         await until(lambda: len(of_type(agent.session, "turn/end")) == 2)
         await agent.when_idle()
         history = h.model.requests[1].messages
-        assert [message["role"] for message in history] == ["user", "assistant", "user"]
-        assert history[1]["content"] == [{"type": "text", "text": "partial"}]
+        assert [message.role for message in history] == ["user", "assistant", "user"]
+        assert history[1].content == (TextBlock(text="partial"),)
 
 
 async def test_an_abort_before_any_text_logs_no_assistant_message_and_the_model_gets_a_note() -> None:
@@ -220,7 +221,7 @@ async def test_an_abort_before_any_text_logs_no_assistant_message_and_the_model_
         await agent.when_idle()
         history = h.model.requests[0].messages
         assert history == [
-            {"role": "user", "content": text("one")},
-            {"role": "assistant", "content": [{"type": "text", "text": INTERRUPTED_NOTE}]},
-            {"role": "user", "content": text("two")},
+            Message(role="user", content=text("one")),
+            Message(role="assistant", content=(TextBlock(text=INTERRUPTED_NOTE),)),
+            Message(role="user", content=text("two")),
         ]

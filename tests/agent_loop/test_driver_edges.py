@@ -12,7 +12,7 @@ import pytest
 
 from dsh.agent_loop import ReactLoopAgent, StepAbortedError, TurnRun, race_abort
 from dsh.core.agent import AGENT_STEP_RESULT, AGENT_STREAM_CHUNK, AGENT_TURN_CONTINUATION, AgentOptions
-from dsh.core.llm import GenerateOptions, StreamChunk
+from dsh.core.llm import GenerateOptions, StreamChunk, UsageChunk
 from dsh.core.session import SESSION_EVENT, Session
 from dsh.core.tools import ToolDefinition
 from dsh.kernel import AbortController
@@ -96,7 +96,7 @@ async def test_an_abort_right_after_a_tool_result_ends_the_step() -> None:
         agent = h.agent()
 
         def on_event(_s: Any, event: Any) -> None:
-            if event["type"] == "tool/result":
+            if event.type == "tool/result":
                 agent.abort("after result")
 
         h.ctx.on(SESSION_EVENT, on_event)
@@ -126,7 +126,7 @@ async def test_disposal_from_a_continuation_listener_ends_the_turn_disposed() ->
 
 async def test_a_max_tokens_step_without_usage_logs_no_usage_event() -> None:
     chunks = text_response("cut", finish="max-tokens")
-    chunks = [c for c in chunks if c["type"] != "usage"]
+    chunks = [c for c in chunks if type(c) is not UsageChunk]
     async with Harness([chunks]) as h:
         agent = h.agent()
         agent.send(text("go"))
@@ -164,7 +164,7 @@ async def test_turn_run_refuses_to_start_without_queued_work() -> None:
     async with Harness([]) as h:
         agent = h.agent()
         with pytest.raises(Exception, match="no queued message at turn start"):
-            await TurnRun(agent, 1).run()
+            await TurnRun(agent.state, 1).run()
 
 
 async def test_race_abort_lets_the_callers_own_cancellation_through() -> None:

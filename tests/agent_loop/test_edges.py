@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh.core.agent import AGENT_REQUEST, AGENT_TURN_END, AGENT_TURN_START
+from dsh.core.agent import AGENT_REQUEST, AGENT_TURN_END, AGENT_TURN_START, AgentOptions
 from dsh.core.errors import HarnessError, LlmError
+from dsh.core.session import TurnStartEvent
 from dsh.core.tools import ToolDefinition
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import HANG, Fail, text_response, tool_call_response
-from tests.agent_loop.helpers import Recorder, of_type, text, turn_end_reasons, types, until
+from tests.agent_loop.helpers import Recorder, RefusingSession, of_type, text, turn_end_reasons, types, until
 
 
 async def test_a_throwing_agent_turn_start_listener_surfaces_via_agent_error_and_the_loop_survives() -> None:
@@ -57,16 +58,16 @@ async def test_a_throwing_agent_turn_end_listener_surfaces_via_agent_error_and_t
 
 
 async def test_a_pre_push_turn_start_failure_is_rethrown_to_the_run_loop_backstop() -> None:
-    """a pre-push turn/start failure (non-serializable source) is rethrown to the runLoop backstop"""
+    """a pre-push turn/start failure (the append refused) is rethrown to the runLoop backstop"""
     async with Harness([text_response("later")]) as h:
-        agent = h.agent()
+        agent = h.loop.start("main", AgentOptions(model="mock"), RefusingSession("s", TurnStartEvent))
         rec = Recorder(h.ctx, agent)
-        agent.send(text("bad"), source={"kind": "plugin", "plugin": object()})  # type: ignore[typeddict-item]
+        agent.send(text("bad"))
         await until(lambda: bool(rec.errors))
         await agent.when_idle()
         _turn, step, error = rec.errors[0]
         assert step == 0
-        assert "non-JSON-serializable" in str(error)
+        assert "TurnStartEvent refused" in str(error)
         assert "turn/start" not in types(agent.session)
         agent.send(text("good"))
         await until(lambda: bool(of_type(agent.session, "turn/end")))

@@ -11,7 +11,8 @@ from dsh.core.agent import (
     AGENT_TURN_CONTINUATION,
     AGENT_TURN_END,
 )
-from dsh.core.session import SESSION_FLUSH
+from dsh.core.llm import PluginSource, ToolResultBlock, to_json, variant_tag
+from dsh.core.session import SESSION_FLUSH, InjectionTrigger, MaxTokensReason
 from dsh.core.system_prompt import PromptSection
 from dsh.core.tools import define_tool
 from dsh.testing.harness import Harness
@@ -54,7 +55,7 @@ async def test_runs_a_simple_turn_queued_message_model_idle_with_ordered_events(
         assert "assistant/message" in log
         assert "usage" in log
         assert log[-1] == "turn/end"
-        assert [m["role"] for m in agent.session.derive_messages()] == ["user", "assistant"]
+        assert [m.role for m in agent.session.derive_messages()] == ["user", "assistant"]
         assert rec.statuses == ["running", "idle"]
 
 
@@ -68,11 +69,7 @@ async def test_round_trips_tool_calls_model_requests_tool_executes_result_in_nex
         await agent.when_idle()
         assert len(h.model.requests) == 2
         last = h.model.requests[1].messages[-1]
-        block = last["content"][0]
-        assert block["type"] == "tool-result"
-        assert block["toolCallId"] == "c1"
-        assert block["isError"] is False
-        assert block["content"] == text("echo: ping")
+        assert last.content == (ToolResultBlock(tool_call_id="c1", content=text("echo: ping"), is_error=False),)
 
 
 async def test_passes_assembled_system_prompt_and_tool_schemas_into_the_request() -> None:
@@ -86,7 +83,7 @@ async def test_passes_assembled_system_prompt_and_tool_schemas_into_the_request(
         await agent.when_idle()
         request = h.model.requests[0]
         assert request.system == "You are a test agent.\n\nAgent-specific suffix."
-        assert [tool["name"] for tool in request.tools or []] == ["noop"]
+        assert [tool.name for tool in request.tools or []] == ["noop"]
 
 
 async def test_records_raw_chunks_for_replay_and_emits_agent_stream_chunk() -> None:
@@ -139,16 +136,16 @@ async def test_steering_while_idle_behaves_like_send_starts_a_turn() -> None:
         agent.steer(text("hello"))
         await until(lambda: bool(of_type(agent.session, "turn/end")))
         await agent.when_idle()
-        assert of_type(agent.session, "user/message")[0]["content"] == text("hello")
+        assert of_type(agent.session, "user/message")[0]["content"] == to_json(text("hello"))
 
 
 async def test_inject_while_idle_wraps_context_in_a_one_shot_turn_visible_to_the_next_request() -> None:
     """inject() while idle wraps context in a one-shot turn, visible to the next request"""
     async with Harness([text_response("ok")]) as h:
         agent = h.agent()
-        agent.inject(text("background fact"), source={"kind": "plugin", "plugin": "p"})
+        agent.inject(text("background fact"), source=PluginSource(plugin="p"))
         assert types(agent.session) == ["turn/start", "context/message", "turn/end"]
-        assert agent.session.events[0]["data"]["trigger"]["kind"] == "injection"
+        assert agent.session.events[0].data.trigger == InjectionTrigger(source=PluginSource(plugin="p"))
         assert h.model.requests == []
         agent.send(text("question"))
         await until(lambda: len(of_type(agent.session, "turn/end")) == 2)
@@ -204,7 +201,7 @@ async def test_agent_turn_continuation_can_veto_continuation_despite_tool_calls(
         await until(lambda: bool(of_type(agent.session, "turn/end")))
         await agent.when_idle()
         assert len(h.model.requests) == 1
-        assert of_type(agent.session, "tool/result")[0]["content"] == text("echo: x")
+        assert of_type(agent.session, "tool/result")[0]["content"] == to_json(text("echo: x"))
 
 
 async def test_agent_request_waterfall_can_rewrite_the_request_model_switch_pattern() -> None:
@@ -244,7 +241,7 @@ async def test_surfaces_max_tokens_as_the_turn_end_reason_when_the_last_step_is_
         agent.send(text("go"))
         await until(lambda: bool(reasons))
         await agent.when_idle()
-        assert reasons == [{"kind": "max-tokens"}]
+        assert reasons == [MaxTokensReason()]
         assert turn_end_reasons(agent.session) == [{"kind": "max-tokens"}]
 
 
@@ -262,8 +259,8 @@ async def test_a_max_tokens_step_earlier_in_a_turn_still_surfaces_as_max_tokens_
         await agent.when_idle()
         assert turn_end_reasons(agent.session) == [{"kind": "max-tokens"}]
         second = h.model.requests[1].messages
-        assert [m["role"] for m in second] == ["user", "assistant"]
-        assert second[1]["content"] == text("first half")
+        assert [m.role for m in second] == ["user", "assistant"]
+        assert second[1].content == text("first half")
 
 
 async def test_a_completed_step_after_no_max_tokens_keeps_the_turn_completed() -> None:
@@ -310,7 +307,7 @@ async def test_keeps_safe_max_tokens_assistant_content_while_dropping_truncated_
         seen: list[Any] = []
 
         def watch(_a: Any, _t: int, _s: int, message: Any, next_: Any) -> Any:
-            seen.append([b["type"] for b in message["content"]])
+            seen.append([variant_tag(b) for b in message.content])
             return next_()
 
         h.ctx.on(AGENT_STEP_RESULT, watch)
@@ -319,7 +316,7 @@ async def test_keeps_safe_max_tokens_assistant_content_while_dropping_truncated_
         await agent.when_idle()
         assert seen == [["text"]]
         derived = agent.session.derive_messages()
-        assert derived[-1]["content"] == text("safe text")
+        assert derived[-1].content == text("safe text")
 
 
 async def test_stops_the_turn_when_agent_step_end_listener_failure_has_recorded_an_error() -> None:

@@ -20,7 +20,16 @@ from dsh.core.agent import (
     AGENT_TURN_START,
 )
 from dsh.core.errors import LlmError
-from dsh.core.llm import GenerateOptions, StreamChunk
+from dsh.core.llm import BlockStartChunk, GenerateOptions, StreamChunk, TextDeltaChunk, text_of
+from dsh.core.session import (
+    StepEndEvent,
+    StepStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 from dsh.core.tools import ToolDefinition
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import error_finish, text_response, tool_call_response
@@ -37,30 +46,31 @@ def check_log(events: list[Any]) -> None:
     turn_starts: list[int] = []
     turn_ends: list[int] = []
     for event in events:
-        kind, data = event["type"], event["data"]
-        if kind == "turn/start":
-            assert open_turn is None, f"turn/start {data['turn']} while {open_turn} open"
-            open_turn = data["turn"]
-            turn_starts.append(open_turn)
-        elif kind == "turn/end":
-            assert open_turn == data["turn"], "turn/end without its turn/start"
-            assert open_step is None, "a step outlived its turn"
-            assert not pending, f"tool calls without results: {pending}"
-            turn_ends.append(data["turn"])
-            open_turn = None
-        else:
-            assert open_turn is not None, f"{kind} outside any turn"
-            if kind == "step/start":
-                assert open_step is None
-                open_step = data["step"]
-            elif kind == "step/end":
+        match event:
+            case TurnStartEvent(data=data):
+                assert open_turn is None, f"turn/start {data.turn} while {open_turn} open"
+                open_turn = data.turn
+                turn_starts.append(data.turn)
+            case TurnEndEvent(data=data):
+                assert open_turn == data.turn, "turn/end without its turn/start"
+                assert open_step is None, "a step outlived its turn"
                 assert not pending, f"tool calls without results: {pending}"
-                open_step = None
-            elif kind == "tool/call":
-                assert open_step is not None
-                pending.add(data["callId"])
-            elif kind == "tool/result":
-                pending.discard(data["callId"])
+                turn_ends.append(data.turn)
+                open_turn = None
+            case _:
+                assert open_turn is not None, f"{event.type} outside any turn"
+                match event:
+                    case StepStartEvent(data=data):
+                        assert open_step is None
+                        open_step = data.step
+                    case StepEndEvent():
+                        assert not pending, f"tool calls without results: {pending}"
+                        open_step = None
+                    case ToolCallEvent(data=call):
+                        assert open_step is not None
+                        pending.add(call.call_id)
+                    case ToolResultEvent(data=result):
+                        pending.discard(result.call_id)
     assert open_turn is None, "a turn was left open"
     assert turn_starts == turn_ends
     assert turn_starts == sorted(set(turn_starts))
@@ -80,7 +90,7 @@ def test_a_synchronous_burst_loses_no_message_and_uses_strictly_increasing_turns
                 agent.send(text(value))
             await until(lambda: bool(of_type(agent.session, "turn/end")))
             await agent.when_idle()
-            logged = [d["content"][0]["text"] for d in of_type(agent.session, "user/message")]
+            logged = [text_of(e.data.content) for e in agent.session.events if type(e) is UserMessageEvent]
             assert logged == texts
             assert len(of_type(agent.session, "turn/start")) == 1
             assert rec.statuses == ["running", "idle"]
@@ -123,7 +133,7 @@ def test_mixed_schedule_send_optionally_settle_loses_no_message_and_orders_turns
                     await agent.when_idle()
             await until(lambda: not agent.inbox.has_queued() and agent.status == "idle")
             await agent.when_idle()
-            logged = [d["content"][0]["text"] for d in of_type(agent.session, "user/message")]
+            logged = [text_of(e.data.content) for e in agent.session.events if type(e) is UserMessageEvent]
             assert logged == [value for value, _ in plan]
             check_log(list(agent.session.events))
 
@@ -146,8 +156,8 @@ class PlannedModel:
 
     async def _play(self, kind: str, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         if kind == "hang":
-            yield {"type": "block-start", "index": 0, "blockType": "text"}
-            yield {"type": "text-delta", "index": 0, "text": "partial"}
+            yield BlockStartChunk(index=0, block_type="text")
+            yield TextDeltaChunk(index=0, text="partial")
             assert options.signal is not None
             await options.signal.wait()
             raise LlmError("aborted", "ABORTED")

@@ -12,7 +12,9 @@ import pytest
 
 from dsh.agent_loop import AgentLoop
 from dsh.core.agent import AGENT_CREATED, AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from dsh.core.llm import UNSET
 from dsh.core.persistence import SESSION_PERSISTENCE, LoadedSession, MemoryPersistence, MemoryStorage, StoredPrefix
+from dsh.core.session import SessionMeta, TurnStartEvent
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
@@ -108,9 +110,9 @@ async def test_create_agent_uses_the_caller_supplied_session_id(tmp_path: Path) 
     """createAgent uses the caller-supplied sessionId (not ${id}-session)"""
     async with Harness([]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
-        agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="chosen", meta={"cwd": "/w"}))
+        agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="chosen", meta=SessionMeta(cwd="/w")))
         assert agent.session.id == "chosen"
-        assert agent.session.header.get("cwd") == "/w"
+        assert agent.session.header.cwd == "/w"
 
 
 async def test_create_agent_rejects_a_duplicate_agent_id_before_creating_the_session() -> None:
@@ -126,10 +128,10 @@ async def test_create_agent_works_without_meta_no_cwd() -> None:
     """createAgent works without meta (no cwd)"""
     async with Harness([]) as h:
         agent = h.agents.create(CreateAgentOptions(agent_id="a", session_id="s1"))
-        assert "cwd" not in agent.session.header
+        assert agent.session.header.cwd is UNSET
 
 
-async def _persist_one_turn(root: Path, session_id: str, meta: dict[str, Any] | None = None) -> list[Any]:
+async def _persist_one_turn(root: Path, session_id: str, meta: SessionMeta | None = None) -> list[Any]:
     async with Harness([text_response("first answer")]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
         agent = h.agents.create(
@@ -145,17 +147,18 @@ async def test_resume_of_a_session_with_no_cwd_carries_an_undefined_cwd_header(t
     async with Harness([]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
         agent = await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="nocwd"))
-        assert "cwd" not in agent.session.header
+        assert agent.session.header.cwd is UNSET
+        assert agent.session.header.parent_session is UNSET
 
 
 async def test_resume_of_a_forked_session_preserves_the_parent_session_lineage(tmp_path: Path) -> None:
     """resume of a forked session preserves the parentSession lineage in the header"""
-    await _persist_one_turn(tmp_path, "child", {"cwd": "/w", "parentSession": "parent-1"})
+    await _persist_one_turn(tmp_path, "child", SessionMeta(cwd="/w", parent_session="parent-1"))
     async with Harness([]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
         agent = await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="child"))
-        assert agent.session.header.get("parentSession") == "parent-1"
-        assert agent.session.header.get("cwd") == "/w"
+        assert agent.session.header.parent_session == "parent-1"
+        assert agent.session.header.cwd == "/w"
 
 
 async def test_an_idle_inject_is_flushed_durably_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,14 +189,14 @@ async def test_an_idle_inject_survives_persist_and_resume(tmp_path: Path) -> Non
     async with Harness([]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
         resumed = await h.agents.resume(ResumeAgentOptions(agent_id="r", resume_session_id="inj2"))
-        kinds = [e["type"] for e in resumed.session.events]
+        kinds = [e.type for e in resumed.session.events]
         assert kinds == ["turn/start", "context/message", "turn/end"]
         assert "keep me" in str(resumed.session.derive_messages())
 
 
 async def test_resume_reloads_a_persisted_session_history_and_turn_numbering_continue(tmp_path: Path) -> None:
     """resume reloads a persisted session: history + turn numbering continue, no duplicate seqs"""
-    before = await _persist_one_turn(tmp_path, "resumable", {"cwd": "/w"})
+    before = await _persist_one_turn(tmp_path, "resumable", SessionMeta(cwd="/w"))
     async with Harness([text_response("second answer")]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
         agent = await h.agents.resume(
@@ -202,15 +205,15 @@ async def test_resume_reloads_a_persisted_session_history_and_turn_numbering_con
         assert agent.session.derive_messages() == before
         await run_turn(agent, "second question")
         assert [d["turn"] for d in of_type(agent.session, "turn/start")] == [1, 2]
-        assert [e["seq"] for e in agent.session.events] == list(range(len(agent.session.events)))
+        assert [e.seq for e in agent.session.events] == list(range(len(agent.session.events)))
         assert "first question" in request_texts(h.model.requests[0])
     async with Harness([]) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(tmp_path)})
         persistence = h.ctx.get(SESSION_PERSISTENCE)
         assert persistence is not None
         loaded = await persistence.load("resumable")
-        assert [e["seq"] for e in loaded.events] == list(range(len(loaded.events)))
-        assert [e["data"]["turn"] for e in loaded.events if e["type"] == "turn/start"] == [1, 2]
+        assert [e.seq for e in loaded.events] == list(range(len(loaded.events)))
+        assert [e.data.turn for e in loaded.events if type(e) is TurnStartEvent] == [1, 2]
 
 
 async def test_resume_rejects_when_session_persistence_is_not_configured() -> None:
@@ -262,4 +265,4 @@ async def test_resume_hands_the_loaded_events_over_and_persistence_claims_them_w
         await backend.inits[agent.session]
         assert backend.reads == 1
         await run_turn(agent, "second question")
-        assert [event["seq"] for event in storage.logs["m1"][1]] == list(range(len(agent.session.events)))
+        assert [event.seq for event in storage.logs["m1"][1]] == list(range(len(agent.session.events)))

@@ -14,8 +14,10 @@ from dsh.core.agent import (
     AGENT_TURN_CONTINUATION,
     AGENT_TURN_END,
     AGENT_TURN_START,
+    QueuedInfo,
 )
 from dsh.core.errors import LlmError
+from dsh.core.llm import AgentSource, Message, TextBlock, ToolCallBlock, UserSource, to_json
 from dsh.core.session import SESSION_EVENT, SESSION_FLUSH
 from dsh.core.tools import TOOLS_EXECUTE, ToolDefinition, ToolExecutionResult
 from dsh.testing.harness import Harness
@@ -66,13 +68,13 @@ async def test_a_step_result_rewrite_is_what_the_log_derived_history_and_tool_di
                 return next_()
 
             async def replaced() -> Any:
-                return {
-                    "role": "assistant",
-                    "content": [
-                        {"type": "text", "text": "rewritten"},
-                        {"type": "tool-call", "id": "c-injected", "name": "inj", "arguments": "{}"},
-                    ],
-                }
+                return Message(
+                    role="assistant",
+                    content=(
+                        TextBlock(text="rewritten"),
+                        ToolCallBlock(id="c-injected", name="inj", arguments="{}"),
+                    ),
+                )
 
             return replaced()
 
@@ -206,7 +208,7 @@ async def test_steer_from_an_agent_turn_end_listener_becomes_a_queued_message_fo
         await finish_turns(agent, 2)
         assert [d["turn"] for d in of_type(agent.session, "turn/start")] == [1, 2]
         assert rec.statuses == ["running", "idle"]
-        assert of_type(agent.session, "user/message")[1]["content"] == text("after the turn")
+        assert of_type(agent.session, "user/message")[1]["content"] == to_json(text("after the turn"))
 
 
 async def test_steering_queued_during_an_aborted_step_is_re_delivered_not_silently_consumed() -> None:
@@ -255,7 +257,7 @@ async def test_a_rejecting_session_flush_listener_is_reported_but_does_not_kill_
         agent.send(text("one"))
         await until(lambda: bool(rec.errors) and agent.status == "idle")
         assert str(rec.errors[0][2]) == "disk full"
-        assert agent.session.events[-1]["type"] == "turn/end"
+        assert agent.session.events[-1].type == "turn/end"
         agent.send(text("two"))
         await finish_turns(agent, 2)
 
@@ -341,11 +343,11 @@ async def test_agent_queued_carries_the_resolved_source_agent_steering_carries_i
         h.ctx.on(AGENT_STEERING, lambda _a, _t, _c, source: steering.append(source))
         agent.send(text("go"))
         await until(lambda: "assistant/chunk" in types(agent.session))
-        agent.steer(text("s"), source={"kind": "agent", "agentId": "boss"})
+        agent.steer(text("s"), source=AgentSource(agent_id="boss"))
         agent.abort()
         await finish_turns(agent, 2)
-        assert queued[0] == {"source": {"kind": "user"}, "steering": False}
-        assert queued[1] == {"source": {"kind": "agent", "agentId": "boss"}, "steering": True}
+        assert queued[0] == QueuedInfo(source=UserSource(), steering=False)
+        assert queued[1] == QueuedInfo(source=AgentSource(agent_id="boss"), steering=True)
         assert steering == []  # the aborted step re-queued it as a fresh message instead
 
 
@@ -399,7 +401,7 @@ async def test_a_step_start_listener_sees_the_step_start_event_already_in_sessio
     async with Harness([text_response("ok")]) as h:
         agent = h.agent()
         seen: list[str] = []
-        h.ctx.on(AGENT_STEP_START, lambda a, _t, _s: seen.append(a.session.events[-1]["type"]))
+        h.ctx.on(AGENT_STEP_START, lambda a, _t, _s: seen.append(a.session.events[-1].type))
         agent.send(text("go"))
         await finish_turns(agent)
         assert seen == ["step/start"]
@@ -488,7 +490,7 @@ async def test_a_throwing_session_event_listener_on_the_turn_start_append_still_
         armed = [True]
 
         def boom(_s: Any, event: Any) -> None:
-            if event["type"] == "turn/start" and armed:
+            if event.type == "turn/start" and armed:
                 armed.clear()
                 raise RuntimeError("append boom")
 
@@ -507,7 +509,7 @@ async def test_a_throwing_turn_end_listener_on_a_successful_turn_leaves_no_event
         h.ctx.on(AGENT_TURN_END, raiser("boom turn-end"))
         agent.send(text("go"))
         await until(lambda: bool(rec.errors) and agent.status == "idle")
-        assert agent.session.events[-1]["type"] == "turn/end"
+        assert agent.session.events[-1].type == "turn/end"
         assert "error" not in types(agent.session)
         assert str(rec.errors[0][2]) == "boom turn-end"
 
@@ -532,7 +534,7 @@ async def test_a_step_error_followed_by_a_throwing_turn_end_listener_logs_the_er
         await until(lambda: agent.status == "idle" and bool(of_type(agent.session, "turn/end")))
         assert len(of_type(agent.session, "error")) == 1
         assert len(rec.errors) == 1
-        assert agent.session.events[-1]["type"] == "turn/end"
+        assert agent.session.events[-1].type == "turn/end"
 
 
 async def test_a_throwing_session_event_listener_on_the_error_event_still_closes_the_turn() -> None:
@@ -541,7 +543,7 @@ async def test_a_throwing_session_event_listener_on_the_error_event_still_closes
         agent = h.agent()
 
         def boom(_s: Any, event: Any) -> None:
-            if event["type"] == "error":
+            if event.type == "error":
                 raise RuntimeError("error append boom")
 
         h.ctx.on(SESSION_EVENT, boom)
@@ -556,7 +558,7 @@ async def test_a_throwing_session_event_listener_on_step_end_during_finalization
         agent = h.agent()
 
         def boom(_s: Any, event: Any) -> None:
-            if event["type"] == "step/end":
+            if event.type == "step/end":
                 raise RuntimeError("step-end append boom")
 
         h.ctx.on(SESSION_EVENT, boom)
@@ -572,7 +574,7 @@ async def test_a_throwing_session_event_listener_on_turn_end_is_contained() -> N
         agent = h.agent()
 
         def boom(_s: Any, event: Any) -> None:
-            if event["type"] == "turn/end":
+            if event.type == "turn/end":
                 raise RuntimeError("turn-end append boom")
 
         h.ctx.on(SESSION_EVENT, boom)
@@ -603,12 +605,10 @@ async def test_a_tools_execute_listener_returning_a_mismatched_call_id_cannot_or
 async def test_narrows_event_data_from_event_type() -> None:
     """narrows event.data from event.type
 
-    Python cannot narrow a TypedDict's ``data`` from the sibling ``type`` key, so the
-    typed payloads (``TurnStartData``...) are what a reader casts to once it has checked
-    ``type``; this checks that every logged payload has exactly its documented keys.
+    Every logged event is an instance of its type's class, so ``type(event) is
+    ToolCallEvent`` (or ``match``) narrows ``event.data`` to its payload class; this
+    checks that every event the loop logs carries exactly its documented payload class.
     """
-    from typing import get_type_hints
-
     from dsh.core import session as vocabulary
 
     payloads = {
@@ -630,12 +630,11 @@ async def test_narrows_event_data_from_event_type() -> None:
         await finish_turns(agent)
         seen = set()
         for event in agent.session.events:
-            kind = event["type"]
+            kind = event.type
+            assert vocabulary.event_class(kind) is type(event), kind
             if kind in payloads:
                 seen.add(kind)
-                declared = get_type_hints(payloads[kind])
-                required = set(payloads[kind].__required_keys__) & set(declared)
-                assert required <= set(event["data"]) <= set(declared), kind
+                assert type(event.data) is payloads[kind], kind
         assert seen == set(payloads)
 
 

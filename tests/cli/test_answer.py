@@ -9,7 +9,7 @@ import pytest
 
 import dsh.plugins.tool_bash as tool_bash
 from dsh.cli.answer import RESULT_PREVIEW, EventLines, TextAnswer
-from dsh.core.llm import text
+from dsh.core.llm import text, to_json
 from dsh.plugins.bash_local import LocalBashExecutor
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response, tool_call_response
@@ -63,7 +63,7 @@ async def test_a_closed_stdout_stops_the_printing_without_failing_the_turn(monke
         assert (answer.broken, lines.broken, answer.wrote) == (True, True, False)
         agent.send([text("again")])
         await agent.when_idle()
-        assert agent.session.events[-1]["data"]["reason"] == {"kind": "completed"}
+        assert to_json(agent.session.events[-1])["data"]["reason"] == {"kind": "completed"}
 
 
 async def test_event_lines_print_their_session_only(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,4 +75,4 @@ async def test_event_lines_print_their_session_only(capsys: pytest.CaptureFixtur
         other.send([text("y")])
         await other.when_idle()
         printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-        assert printed == [dict(event) for event in mine.session.events]
+        assert printed == to_json(list(mine.session.events))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dsh import __version__
-from dsh.core.session import parse_session_event_line
+from dsh.core.session import CompletedReason, TurnEndData, TurnEndEvent, parse_session_event_line
 from dsh.plugins.demo import LABEL
 from dsh.testing.wire import Reply, TextDelta, WireServer, api_error, text_reply
 from tests.cli.helpers import DSH, child_env, dsh, finish, log_of, read_log, session_files, session_id_of, spawn
@@ -39,8 +39,8 @@ async def test_run_json_lines_parse_into_session_events(server: WireServer, tmp_
     done = await dsh("run", "--json", "hi", env=child_env(base_url=server.base_url, home=tmp_path), cwd=workspace)
     assert done.status == 0
     events = [parse_session_event_line(line) for line in done.stdout.splitlines()]
-    assert [event["seq"] for event in events] == list(range(len(events)))
-    assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
+    assert [event.seq for event in events] == list(range(len(events)))
+    assert events[-1] == TurnEndEvent(seq=events[-1].seq, time=events[-1].time, data=TurnEndData(1, CompletedReason()))
     _, logged = log_of(tmp_path / "sessions", session_id_of(done.stderr))
     assert done.json_lines() == logged
 

@@ -190,10 +190,11 @@ def test_a_completed_turn_whose_log_failed_exits_failed_and_says_each_failure_on
     from dsh.cli import errors
     from dsh.cli.agent import TurnOutcome
     from dsh.cli.run import _report
+    from dsh.core.session import CompletedReason
 
     monkeypatch.setattr(errors, "ONCE", Once())
     failure = 'writing session "s-1" failed: [Errno 28] No space left on device'
     failures = [(failure, f'agent "main": {failure}'), (failure, f"session is not persisted: {failure}")]
-    status = _report(TurnOutcome(1, {"kind": "completed"}), None, failures, "check $DEEPSEEK_API_KEY")
+    status = _report(TurnOutcome(1, CompletedReason()), None, failures, "check $DEEPSEEK_API_KEY")
     assert status == 1
     assert capsys.readouterr().err == f'dsh: agent "main": {failure}\n'

@@ -9,7 +9,7 @@ import pytest
 
 from dsh.cli import amain
 from dsh.cli.profile import profile_entries
-from dsh.cli.sessions import TURN_START_LINE, count_turns, first_prompt, format_table
+from dsh.cli.sessions import TURN_START_LINE, SessionRow, count_turns, first_prompt, format_table, row_line
 from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time
 from dsh.core.persistence import MemoryPersistence
@@ -168,7 +168,7 @@ async def test_another_backend_lists_without_turn_counts(
 
 
 async def test_count_turns_reads_jsonl_files_only(tmp_path: Path) -> None:
-    header: SessionHeader = {"version": 1, "id": "x", "createdAt": 0}
+    header = SessionHeader(version=1, id="x", created_at=0)
     assert TURN_START_LINE.startswith(b"\n")
     for backend, config in ((MemoryPersistence, {}), (SessionPersistenceJsonl, {"root": str(tmp_path)})):
         root = Context()
@@ -180,8 +180,8 @@ async def test_count_turns_reads_jsonl_files_only(tmp_path: Path) -> None:
 
 def test_the_table_aligns_columns_and_marks_unknowns() -> None:
     rows = [
-        {"id": "a", "createdAt": 0, "turns": 12, "cwd": "/w", "title": "x" * 60},
-        {"id": "longer-id", "createdAt": 0},
+        SessionRow(id="a", created_at=0, turns=12, cwd="/w", title="x" * 60),
+        SessionRow(id="longer-id", created_at=0),
     ]
     stamp = format_time(0)
     assert format_table(rows) == (
@@ -228,12 +228,27 @@ async def test_show_and_resume_take_a_unique_id_prefix_and_an_ambiguous_one_list
 
 
 def test_first_prompt_is_the_first_user_message_on_one_line_or_none() -> None:
-    line = b'\n{"type":"user/message","seq":1,"time":0,"data":{"content":[{"type":"text","text":" two\\n words "}]}}\n'
+    data = b'"data":{"content":[{"type":"text","text":" two\\n words "}],"source":{"kind":"user"}}}'
+    line = b'\n{"type":"user/message","seq":1,"time":0,' + data + b"\n"
     assert first_prompt(b"{}" + line) == "two words"
     assert first_prompt(b"{}" + line.rstrip(b"\n")) == "two words"
     assert first_prompt(b'{}\n{"type":"user/message",broken}\n') is None
     assert first_prompt(b'{}\n{"type":"user/message","data":{"content":[{"type":"image"}]}}\n') is None
+    image = b'"data":{"content":[{"type":"image","url":"u"}],"source":{"kind":"user"}}}'
+    assert first_prompt(b'{}\n{"type":"user/message","seq":1,"time":0,' + image + b"\n") is None
     assert first_prompt(b"{}\n") is None
+    relabelled = b'\n{"type":"user/message","seq":1,"time":0,"type":"plugin/note",' + data + b"\n"
+    assert first_prompt(b"{}" + relabelled) is None  # the last "type" wins: not a user message after all
+
+
+def test_a_json_row_writes_a_lone_surrogate_as_its_escape() -> None:
+    line = b'\n{"type":"user/message","seq":1,"time":0,"data":{"content":[{"type":"text","text":"a\\ud800"}],"source":{"kind":"user"}}}'
+    title = first_prompt(b"{}" + line)
+    assert title == "a\ud800"
+    assert title is not None
+    row = SessionRow(id="s", created_at=0, title=title)
+    assert row_line(row) == '{"id":"s","createdAt":0,"title":"a\\ud800"}'
+    assert row_line(SessionRow(id="s", created_at=0, turns=1)) == '{"id":"s","createdAt":0,"turns":1}'
 
 
 async def test_show_of_a_damaged_log_names_the_action_file_and_line(

@@ -12,7 +12,19 @@ import dsh.plugins.tool_bash as tool_bash
 from dsh.cli.terminal import RESULT_LINES, TerminalView
 from dsh.core.agent import AGENT_STREAM_CHUNK
 from dsh.core.errors import LlmError
-from dsh.core.llm import StreamChunk, text
+from dsh.core.llm import (
+    BlockEndChunk,
+    BlockStartChunk,
+    FinishChunk,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
+    StreamChunk,
+    TextDeltaChunk,
+    TokenUsage,
+    UsageChunk,
+    text,
+)
 from dsh.core.tools import ToolCallPresentation, define_tool
 from dsh.kernel import Context
 from dsh.plugins.bash_local import LocalBashExecutor
@@ -26,14 +38,14 @@ def screen() -> Console:
 
 def reasoning_then_text(thought: str, answer: str) -> list[StreamChunk]:
     return [
-        {"type": "block-start", "index": 0, "blockType": "reasoning"},
-        {"type": "reasoning-delta", "index": 0, "text": thought},
-        {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": thought}},
-        {"type": "block-start", "index": 1, "blockType": "text"},
-        {"type": "text-delta", "index": 1, "text": answer},
-        {"type": "block-end", "index": 1, "block": {"type": "text", "text": answer}},
-        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1}},
-        {"type": "finish", "reason": {"kind": "stop"}},
+        BlockStartChunk(index=0, block_type="reasoning"),
+        ReasoningDeltaChunk(index=0, text=thought),
+        BlockEndChunk(index=0, block=ReasoningBlock(text=thought)),
+        BlockStartChunk(index=1, block_type="text"),
+        TextDeltaChunk(index=1, text=answer),
+        BlockEndChunk(index=1, block=text(answer)),
+        UsageChunk(usage=TokenUsage(input_tokens=1, output_tokens=1)),
+        FinishChunk(reason=StopFinish()),
     ]
 
 
@@ -103,8 +115,8 @@ async def test_other_agents_and_chunk_types_are_ignored() -> None:
 
 
 async def test_call_cards_fall_back_to_the_raw_arguments() -> None:
-    async def run(_args: Any, _execution: Any) -> list[Any]:
-        return []
+    async def run(_args: Any, _execution: Any) -> tuple[Any, ...]:
+        return ()
 
     def present(args: Any) -> ToolCallPresentation:
         return ToolCallPresentation(title=f"open {args['path']}", kind="read")
@@ -130,11 +142,11 @@ async def test_call_cards_fall_back_to_the_raw_arguments() -> None:
 def test_result_cards_show_the_tail_and_flag_errors() -> None:
     view = TerminalView(Context(), object(), screen())  # type: ignore[arg-type]
     long = "".join(f"line {n}\n" for n in range(RESULT_LINES + 5))
-    card = view.result_card([text(long)], is_error=False)
+    card = view.result_card((text(long),), is_error=False)
     shown = _plain(card)
     assert shown.startswith("… 5 more lines\nline 5")
     assert card.border_style == "green"
-    failed = view.result_card([], is_error=True)
+    failed = view.result_card((), is_error=True)
     assert (_plain(failed), failed.title, failed.border_style) == ("(no output)", "error", "red")
 
 
@@ -149,9 +161,9 @@ async def test_a_steering_line_is_shown_on_a_line_of_its_own() -> None:
     console = screen()
     async with Harness(script) as h:
 
-        async def nudge(_args: Any, execution: Any) -> list[Any]:
+        async def nudge(_args: Any, execution: Any) -> tuple[Any, ...]:
             execution.agent.steer([text("use the other file")])
-            return [text("ok")]
+            return (text("ok"),)
 
         h.tools.register(define_tool("nudge", "steer", {}, nudge))
         agent = h.agent()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from msgspec import Raw
 
 from dsh.core.errors import (
     HarnessError,
@@ -16,6 +17,7 @@ from dsh.core.errors import (
     is_harness_error,
     to_error,
 )
+from dsh.core.llm import TextDeltaChunk
 
 
 def test_every_class_names_itself_and_keeps_a_stable_code() -> None:
@@ -50,6 +52,15 @@ def test_assert_never_shows_json_or_falls_back_to_str() -> None:
         assert_never(None)
     with pytest.raises(HarnessError, match=r"unreachable variant: \{1, 2\}"):
         assert_never({1, 2})
+
+
+def test_assert_never_shows_typed_values_as_their_wire_json() -> None:
+    with pytest.raises(HarnessError, match=r'in push: \{"type":"text-delta","index":0,"text":"x"\}$'):
+        assert_never(TextDeltaChunk(index=0, text="x"), "push")
+    with pytest.raises(HarnessError, match=r'unreachable variant: \[\{"type":"rogue","n":1\}\]$'):
+        assert_never([Raw(b'{"type":"rogue","n":1}')])
+    with pytest.raises(HarnessError, match=r"unreachable variant: <object object at"):
+        assert_never(object())
 
 
 def test_to_error_passes_exceptions_and_wraps_anything_else() -> None:

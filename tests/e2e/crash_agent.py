@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from dsh.core.agent import AGENT_STEP_END, AgentOptions, CreateAgentOptions
+from dsh.core.llm import text
 from dsh.core.session import SESSION_FLUSH, session_event_line
 from dsh.core.tools import define_tool
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
@@ -43,7 +44,7 @@ async def main(root: str, session_id: str, turns: int) -> None:
 
         async def note(args: dict[str, Any], _exec: Any) -> list[Any]:
             await asyncio.sleep(0.002)
-            return [{"type": "text", "text": f"noted {args['n']}"}]
+            return [text(f"noted {args['n']}")]
 
         h.tools.register(
             define_tool(name="note", description="Take a note.", parameters={"n": {"type": "number"}}, execute=note)
@@ -67,7 +68,7 @@ async def main(root: str, session_id: str, turns: int) -> None:
         h.ctx.on(AGENT_STEP_END, on_step_end)
         print("ready", flush=True)
         for turn in range(turns):
-            agent.send([{"type": "text", "text": f"please work on item {turn}"}])
+            agent.send([text(f"please work on item {turn}")])
             await agent.when_idle()
             await asyncio.sleep(0.001)
         await checkpoint()

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from dsh.core.agent import AgentOptions, ResumeAgentOptions
+from dsh.core.llm import text, variant_tag
 from dsh.core.persistence import SESSION_PERSISTENCE
+from dsh.core.session import CompletedReason, TurnEndData, TurnEndEvent, last_turn_number
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
@@ -70,28 +72,31 @@ async def verify(root: Path, session_id: str, checkpoints: list[tuple[int, str]]
             return
         loaded = await persistence.load(session_id)
         events: list[Any] = list(loaded.events)
-        assert [e["seq"] for e in events] == list(range(len(events)))
+        assert [e.seq for e in events] == list(range(len(events)))
         for count, expected in checkpoints:
             assert len(events) >= count, "a durable event was lost"
             assert digest(events, count) == expected, "a durable event was rewritten"
-        kinds = [e["type"] for e in events]
+        kinds = [e.type for e in events]
         assert kinds.count("turn/start") == kinds.count("turn/end")
-        ends = [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
+        ends = [variant_tag(e.data.reason) for e in events if type(e) is TurnEndEvent]
         assert set(ends) <= {"completed", "interrupted"}
         assert "interrupted" not in ends[:-1]
         agent = await h.agents.resume(
             ResumeAgentOptions(agent_id="again", resume_session_id=session_id, agent_options=AgentOptions(model="mock"))
         )
-        last = max([e["data"]["turn"] for e in events if e["type"] == "turn/start"], default=0)
-        agent.send([{"type": "text", "text": "continue"}])
+        last = last_turn_number(events)
+        agent.send([text("continue")])
         for _ in range(10000):
-            if agent.session.events[-1]["type"] == "turn/end" and agent.status == "idle":
+            if agent.session.events[-1].type == "turn/end" and agent.status == "idle":
                 break
             await asyncio.sleep(0)
         await agent.when_idle()
-        new_turn = [e for e in agent.session.events if e["type"] == "turn/start"][-1]["data"]["turn"]
-        assert new_turn == last + 1
-        assert agent.session.events[-1]["data"]["reason"] == {"kind": "completed"}
+        assert last_turn_number(agent.session) == last + 1
+        assert agent.session.events[-1] == TurnEndEvent(
+            seq=agent.session.events[-1].seq,
+            time=agent.session.events[-1].time,
+            data=TurnEndData(turn=last + 1, reason=CompletedReason()),
+        )
 
 
 @pytest.mark.e2e

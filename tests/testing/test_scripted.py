@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from dsh.core.errors import HarnessError, LlmError
-from dsh.core.llm import GenerateOptions
+from dsh.core.llm import (
+    BlockStartChunk,
+    ErrorFinish,
+    FinishChunk,
+    GenerateOptions,
+    StopFinish,
+    TextDeltaChunk,
+    to_json,
+)
 from dsh.kernel import AbortController
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import HANG, Fail, ScriptedModel, error_finish, text_response
@@ -41,7 +49,7 @@ async def test_callable_entries_see_the_request_and_fail_entries_raise_after_the
         [lambda options: text_response(options.model), Fail(HarnessError("bad", "X"), error_finish("e"))]
     )
     chunks = await drain(model, request())
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "m"}
+    assert chunks[1] == TextDeltaChunk(index=0, text="m")
     seen: list[Any] = []
     with pytest.raises(HarnessError, match="bad"):
         async for chunk in model.stream(request()):
@@ -67,7 +75,7 @@ async def test_a_hang_without_a_signal_waits_until_cancelled() -> None:
     model = ScriptedModel([HANG])
     stream = model.stream(request())
     got = [await stream.__anext__(), await stream.__anext__()]
-    assert got[1]["text"] == "partial"  # type: ignore[typeddict-item]
+    assert got == [BlockStartChunk(index=0, block_type="text"), TextDeltaChunk(index=0, text="partial")]
     waiting = asyncio.ensure_future(stream.__anext__())
     await asyncio.sleep(0)
     assert not waiting.done()
@@ -101,3 +109,35 @@ async def test_a_hang_ends_with_an_aborted_error_when_its_signal_fires() -> None
     controller.abort("enough")
     with pytest.raises(HarnessError, match="aborted"):
         await waiting
+
+
+async def test_json_shaped_chunks_are_converted_once_into_typed_chunks() -> None:
+    """A script may spell chunks as their JSON; the model streams the typed values."""
+    delta = {"type": "text-delta", "index": 0, "text": "hi"}
+    finish = {"type": "finish", "reason": {"kind": "stop"}}
+    model = ScriptedModel([[delta, finish]])
+    model.push([TextDeltaChunk(index=0, text="typed"), finish])
+    model.push(lambda _options: [delta])
+    model.push(Fail(LlmError("gone", "SERVER"), [finish]))
+    assert await drain(model, request()) == [TextDeltaChunk(index=0, text="hi"), FinishChunk(reason=StopFinish())]
+    assert await drain(model, request()) == [TextDeltaChunk(index=0, text="typed"), FinishChunk(reason=StopFinish())]
+    assert await drain(model, request()) == [TextDeltaChunk(index=0, text="hi")]
+    seen: list[Any] = []
+    with pytest.raises(LlmError, match="gone"):
+        async for chunk in model.stream(request()):
+            seen.append(chunk)
+    assert seen == [FinishChunk(reason=StopFinish())]
+    assert to_json(error_finish("bad", "X")) == [
+        {"type": "finish", "reason": {"kind": "error", "message": "bad", "code": "X"}}
+    ]
+    assert error_finish("bad") == [FinishChunk(reason=ErrorFinish(message="bad"))]
+
+
+def test_a_malformed_json_chunk_is_refused_when_the_entry_is_added() -> None:
+    with pytest.raises(HarnessError, match="malformed stream chunk") as caught:
+        ScriptedModel([[{"type": "text-delta", "index": 0}]])
+    assert caught.value.code == "MALFORMED"
+    model = ScriptedModel()
+    with pytest.raises(HarnessError, match="malformed stream chunk"):
+        model.push([{"type": "no-such-chunk"}])
+    assert model.remaining == 0

@@ -3,33 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from dsh.core.session import Session
+from dsh.core.llm import to_json
+from dsh.core.session import (
+    CompletedReason,
+    ErrorEvent,
+    Session,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnEndReason,
+)
 
 
 class BenchRunError(Exception):
     """A measured run ended differently than planned; the message says what happened."""
 
 
-def _turn_failure(session: Session, turn_end: Any) -> str:
-    errors = [event["data"] for event in session.events if event["type"] == "error"]
-    detail = f"; error events: {errors[-1]}" if errors else ""
-    return f'session "{session.id}": turn ended {turn_end}{detail}'
+def _turn_failure(session: Session, turn_end: TurnEndReason) -> str:
+    errors = [event.data for event in session.events if type(event) is ErrorEvent]
+    detail = f"; error events: {to_json(errors[-1])}" if errors else ""
+    return f'session "{session.id}": turn ended {to_json(turn_end)}{detail}'
 
 
 def completed_turns(session: Session) -> int:
     """The number of turns of ``session``; raises unless every one ended ``completed``."""
-    ends = [event["data"] for event in session.events if event["type"] == "turn/end"]
+    ends = [event.data for event in session.events if type(event) is TurnEndEvent]
     for end in ends:
-        if end["reason"] != {"kind": "completed"}:
-            raise BenchRunError(_turn_failure(session, end["reason"]))
+        if type(end.reason) is not CompletedReason:
+            raise BenchRunError(_turn_failure(session, end.reason))
     return len(ends)
 
 
 def count(session: Session, kind: str) -> int:
     """How many events of type ``kind`` the log holds."""
-    return sum(1 for event in session.events if event["type"] == kind)
+    return sum(1 for event in session.events if event.type == kind)
 
 
 def expect_turn(session: Session, *, turns: int, steps: int | None = None, tools_ok: bool = True) -> None:
@@ -43,9 +50,10 @@ def expect_turn(session: Session, *, turns: int, steps: int | None = None, tools
     if steps is not None and (seen := count(session, "step/start")) != steps:
         raise BenchRunError(f'session "{session.id}": {seen} steps, expected {steps}')
     if tools_ok:
-        failed = [e["data"] for e in session.events if e["type"] == "tool/result" and e["data"]["isError"]]
+        failed = [e.data for e in session.events if type(e) is ToolResultEvent and e.data.is_error]
         if failed:
-            raise BenchRunError(f'session "{session.id}": {len(failed)} tool calls failed, first: {failed[0]}')
+            first = to_json(failed[0])
+            raise BenchRunError(f'session "{session.id}": {len(failed)} tool calls failed, first: {first}')
 
 
 def expect_all(sessions: Sequence[Session], *, turns: int) -> int:

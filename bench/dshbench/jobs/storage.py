@@ -13,7 +13,48 @@ import tempfile
 from typing import Any
 
 from dsh.core.agent import AGENTS, AgentOptions, ResumeAgentOptions
-from dsh.core.session import SESSION_FLUSH, SESSIONS, Session
+from dsh.core.llm import (
+    BlockEndChunk,
+    BlockStartChunk,
+    FinishChunk,
+    StopFinish,
+    StreamChunk,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    UsageChunk,
+    UserSource,
+    text,
+)
+from dsh.core.session import (
+    SESSION_FLUSH,
+    SESSIONS,
+    AssistantChunkData,
+    AssistantChunkEvent,
+    AssistantMessageData,
+    AssistantMessageEvent,
+    CompletedReason,
+    MessageData,
+    MessageTrigger,
+    Session,
+    SessionEventBase,
+    StepData,
+    StepEndEvent,
+    StepStartEvent,
+    ToolCallData,
+    ToolCallEvent,
+    ToolResultData,
+    ToolResultEvent,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartData,
+    TurnStartEvent,
+    UsageData,
+    UsageEvent,
+    UserMessageEvent,
+)
 from dsh.kernel import Context
 from dshbench.jobs.checks import BenchRunError
 from dshbench.probe import Probe, peak_rss_kb
@@ -24,49 +65,47 @@ COMMAND = '{"command":"pytest -q tests/test_config.py","description":"run the co
 OUTPUT = "....................                                    [100%]\n20 passed in 0.41s\n"
 
 
-def _chunk(turn: int, step: int, chunk: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    return ("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
+def _chunk(turn: int, step: int, chunk: StreamChunk) -> tuple[type[SessionEventBase], object]:
+    return (AssistantChunkEvent, AssistantChunkData(turn=turn, step=step, chunk=chunk))
 
 
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def turn_events(turn: int) -> list[tuple[str, dict[str, Any]]]:
-    """The ``(type, data)`` of one turn: a bash call, its result, then a streamed answer."""
+def turn_events(turn: int) -> list[tuple[type[SessionEventBase], object]]:
+    """The ``(event class, data)`` of one turn: a bash call, its result, then a streamed answer."""
     call_id = f"call-{turn}"
-    tool_block = {"type": "tool-call", "id": call_id, "name": "bash", "arguments": COMMAND}
-    delta = {"type": "tool-call-delta", "index": 0, "id": call_id, "name": "bash", "argumentsDelta": COMMAND}
-    usage = {"inputTokens": 1200 + turn, "outputTokens": 40, "cacheReadTokens": 1024}
-    user = {"kind": "user"}
+    tool_block = ToolCallBlock(id=call_id, name="bash", arguments=COMMAND)
+    delta = ToolCallDeltaChunk(index=0, id=call_id, name="bash", arguments_delta=COMMAND)
+    usage = TokenUsage(input_tokens=1200 + turn, output_tokens=40, cache_read_tokens=1024)
+    user = UserSource()
     words = ANSWER.split(" ")
     third = len(words) // 3
     pieces = [" ".join(words[:third]) + " ", " ".join(words[third : 2 * third]) + " ", " ".join(words[2 * third :])]
-    call = {"turn": turn, "step": 1, "callId": call_id}
     return [
-        ("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": user}}),
-        ("user/message", {"content": [_text(f"Fix the failing test, take {turn}.")], "source": user}),
-        ("step/start", {"turn": turn, "step": 1}),
-        _chunk(turn, 1, {"type": "block-start", "index": 0, "blockType": "tool-call"}),
+        (TurnStartEvent, TurnStartData(turn=turn, trigger=MessageTrigger(source=user))),
+        (UserMessageEvent, MessageData(content=(text(f"Fix the failing test, take {turn}."),), source=user)),
+        (StepStartEvent, StepData(turn=turn, step=1)),
+        _chunk(turn, 1, BlockStartChunk(index=0, block_type="tool-call")),
         _chunk(turn, 1, delta),
-        _chunk(turn, 1, {"type": "block-end", "index": 0, "block": tool_block}),
-        _chunk(turn, 1, {"type": "usage", "usage": usage}),
-        _chunk(turn, 1, {"type": "finish", "reason": {"kind": "tool-calls"}}),
-        ("assistant/message", {"turn": turn, "step": 1, "content": [tool_block]}),
-        ("usage", {"turn": turn, "step": 1, "usage": usage}),
-        ("tool/call", {**call, "name": "bash", "arguments": COMMAND}),
-        ("tool/result", {**call, "content": [_text(OUTPUT)], "isError": False}),
-        ("step/end", {"turn": turn, "step": 1}),
-        ("step/start", {"turn": turn, "step": 2}),
-        _chunk(turn, 2, {"type": "block-start", "index": 0, "blockType": "text"}),
-        *(_chunk(turn, 2, {"type": "text-delta", "index": 0, "text": piece}) for piece in pieces),
-        _chunk(turn, 2, {"type": "block-end", "index": 0, "block": _text(ANSWER)}),
-        _chunk(turn, 2, {"type": "usage", "usage": usage}),
-        _chunk(turn, 2, {"type": "finish", "reason": {"kind": "stop"}}),
-        ("assistant/message", {"turn": turn, "step": 2, "content": [_text(ANSWER)]}),
-        ("usage", {"turn": turn, "step": 2, "usage": usage}),
-        ("step/end", {"turn": turn, "step": 2}),
-        ("turn/end", {"turn": turn, "reason": {"kind": "completed"}}),
+        _chunk(turn, 1, BlockEndChunk(index=0, block=tool_block)),
+        _chunk(turn, 1, UsageChunk(usage=usage)),
+        _chunk(turn, 1, FinishChunk(reason=ToolCallsFinish())),
+        (AssistantMessageEvent, AssistantMessageData(turn=turn, step=1, content=(tool_block,))),
+        (UsageEvent, UsageData(turn=turn, step=1, usage=usage)),
+        (ToolCallEvent, ToolCallData(turn=turn, step=1, call_id=call_id, name="bash", arguments=COMMAND)),
+        (
+            ToolResultEvent,
+            ToolResultData(turn=turn, step=1, call_id=call_id, content=(text(OUTPUT),), is_error=False),
+        ),
+        (StepEndEvent, StepData(turn=turn, step=1)),
+        (StepStartEvent, StepData(turn=turn, step=2)),
+        _chunk(turn, 2, BlockStartChunk(index=0, block_type="text")),
+        *(_chunk(turn, 2, TextDeltaChunk(index=0, text=piece)) for piece in pieces),
+        _chunk(turn, 2, BlockEndChunk(index=0, block=text(ANSWER))),
+        _chunk(turn, 2, UsageChunk(usage=usage)),
+        _chunk(turn, 2, FinishChunk(reason=StopFinish())),
+        (AssistantMessageEvent, AssistantMessageData(turn=turn, step=2, content=(text(ANSWER),))),
+        (UsageEvent, UsageData(turn=turn, step=2, usage=usage)),
+        (StepEndEvent, StepData(turn=turn, step=2)),
+        (TurnEndEvent, TurnEndData(turn=turn, reason=CompletedReason())),
     ]
 
 
@@ -98,7 +137,7 @@ async def append_rate_job(params: dict[str, Any], probe: Probe) -> dict[str, Any
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
         ctx = await boot(_storage_only(backend, scratch))
         try:
-            session = ctx[SESSIONS].create("bench-append", meta={})
+            session = ctx[SESSIONS].create("bench-append")
             with probe.region() as span:
                 for turn in range(1, params["turns"] + 1):
                     append_turn(session, turn)
@@ -112,7 +151,7 @@ async def append_rate_job(params: dict[str, Any], probe: Probe) -> dict[str, Any
 async def _build_log(backend: Persistence, scratch: str, session_id: str, events: int) -> int:
     ctx = await boot(_storage_only(backend, scratch))
     try:
-        session = ctx[SESSIONS].create(session_id, meta={})
+        session = ctx[SESSIONS].create(session_id)
         turn = 0
         while len(session.events) < events:
             turn += 1

@@ -20,9 +20,9 @@ class EchoArgs(TypedDict):
     text: str
 
 
-async def echo(args: EchoArgs, _execution: ToolExecution) -> list[ContentBlock]:
+async def echo(args: EchoArgs, _execution: ToolExecution) -> tuple[ContentBlock, ...]:
     """``ECHO: <TEXT UPPERCASED>``."""
-    return [text(f"ECHO: {args['text'].upper()}")]
+    return (text(f"ECHO: {args['text'].upper()}"),)
 
 
 ECHO_TOOL = define_tool(

@@ -17,7 +17,25 @@ from collections.abc import AsyncIterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dsh.core.llm import LLM, GenerateOptions, LlmAdapter, Message, StreamChunk, ToolCallBlock
+from dsh.core.llm import (
+    LLM,
+    BlockEndChunk,
+    BlockStartChunk,
+    FinishChunk,
+    GenerateOptions,
+    LlmAdapter,
+    Message,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    ToolResultBlock,
+    UsageChunk,
+)
 from dsh.kernel import AbortSignal, Context
 
 name = "mock-llm"
@@ -42,17 +60,17 @@ def user_text(messages: Sequence[Message]) -> str:
     """The text to react to: newest user message first, its text blocks in order, the first
     text that does not start with ``<``; ``""`` when there is none."""
     for message in reversed(messages):
-        if message["role"] != "user":
+        if message.role != "user":
             continue
-        for block in message["content"]:
-            if block["type"] == "text" and not block["text"].startswith("<"):
-                return block["text"]
+        for block in message.content:
+            if type(block) is TextBlock and not block.text.startswith("<"):
+                return block.text
     return ""
 
 
 def ends_with_tool_result(messages: Sequence[Message]) -> bool:
     """True when the last message (any role) holds a ``tool-result`` block."""
-    return bool(messages) and any(block["type"] == "tool-result" for block in messages[-1]["content"])
+    return bool(messages) and any(type(block) is ToolResultBlock for block in messages[-1].content)
 
 
 class MockEchoAdapter(LlmAdapter):
@@ -68,12 +86,11 @@ class MockEchoAdapter(LlmAdapter):
             async for chunk in self._text(0, TOOL_INTRO, signal):
                 yield chunk
             arguments = json.dumps({"text": said[len(ECHO_PREFIX) :]}, ensure_ascii=False, separators=(",", ":"))
-            yield {"type": "block-start", "index": 1, "blockType": "tool-call"}
-            yield {"type": "tool-call-delta", "index": 1, "id": CALL_ID, "name": "echo", "argumentsDelta": arguments}
-            block: ToolCallBlock = {"type": "tool-call", "id": CALL_ID, "name": "echo", "arguments": arguments}
-            yield {"type": "block-end", "index": 1, "block": block}
-            yield {"type": "usage", "usage": {"inputTokens": 20, "outputTokens": 10}}
-            yield {"type": "finish", "reason": {"kind": "tool-calls"}}
+            yield BlockStartChunk(index=1, block_type="tool-call")
+            yield ToolCallDeltaChunk(index=1, id=CALL_ID, name="echo", arguments_delta=arguments)
+            yield BlockEndChunk(index=1, block=ToolCallBlock(id=CALL_ID, name="echo", arguments=arguments))
+            yield UsageChunk(usage=TokenUsage(input_tokens=20, output_tokens=10))
+            yield FinishChunk(reason=ToolCallsFinish())
             return
         if ends_with_tool_result(options.messages):
             reply = AFTER_TOOL
@@ -81,18 +98,18 @@ class MockEchoAdapter(LlmAdapter):
             reply = f'You said: "{said}". Try "echo <something>" to see a tool call.'
         async for chunk in self._text(0, reply, signal):
             yield chunk
-        yield {"type": "usage", "usage": {"inputTokens": 20, "outputTokens": len(reply)}}
-        yield {"type": "finish", "reason": {"kind": "stop"}}
+        yield UsageChunk(usage=TokenUsage(input_tokens=20, output_tokens=len(reply)))
+        yield FinishChunk(reason=StopFinish())
 
     async def _text(self, index: int, reply: str, signal: AbortSignal | None) -> AsyncIterator[StreamChunk]:
-        yield {"type": "block-start", "index": index, "blockType": "text"}
+        yield BlockStartChunk(index=index, block_type="text")
         for char in reply:
             if self.delay:
                 await asyncio.sleep(self.delay)
             if signal is not None:
                 signal.throw_if_aborted()
-            yield {"type": "text-delta", "index": index, "text": char}
-        yield {"type": "block-end", "index": index, "block": {"type": "text", "text": reply}}
+            yield TextDeltaChunk(index=index, text=char)
+        yield BlockEndChunk(index=index, block=TextBlock(text=reply))
 
 
 def apply(ctx: Context, config: Config) -> MockEchoAdapter:

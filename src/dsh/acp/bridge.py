@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import os.path
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -55,8 +55,20 @@ from dsh.core.agent import (
     CreateAgentOptions,
     ResumeAgentOptions,
 )
+from dsh.core.llm import UnsetType, text
 from dsh.core.persistence import SESSION_PERSISTENCE
-from dsh.core.session import SESSION_EVENT, Session, SessionEvent
+from dsh.core.session import (
+    SESSION_EVENT,
+    ErrorReason,
+    MessageTrigger,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    SessionMeta,
+    TurnEndEvent,
+    TurnEndReason,
+    TurnStartEvent,
+)
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
 
@@ -96,25 +108,30 @@ def _hold(ctx: Context, config: object) -> None:
     """``apply`` of an ``acp-session`` fiber: it only owns what is created through it."""
 
 
-def _is_message_turn(event: SessionEvent) -> bool:
-    data = event["data"]
-    return event["type"] == "turn/start" and data.get("trigger", {}).get("kind") == "message"
+def _message_turn(event: SessionEvent) -> int | None:
+    """The turn number of a message-triggered ``turn/start``; None for any other event."""
+    if type(event) is TurnStartEvent and type(event.data.trigger) is MessageTrigger:
+        return event.data.turn
+    return None
 
 
 def _first_message_turn(events: Sequence[SessionEvent], start: int) -> int | None:
     for event in events[start:]:
-        if _is_message_turn(event):
-            turn: int = event["data"]["turn"]
+        turn = _message_turn(event)
+        if turn is not None:
             return turn
     return None
 
 
-def _turn_end(events: Sequence[SessionEvent], turn: int) -> Mapping[str, Any] | None:
+def _turn_end(events: Sequence[SessionEvent], turn: int) -> TurnEndReason | None:
     for event in reversed(events):
-        if event["type"] == "turn/end" and event["data"]["turn"] == turn:
-            reason: Mapping[str, Any] = event["data"]["reason"]
-            return reason
+        if type(event) is TurnEndEvent and event.data.turn == turn:
+            return event.data.reason
     return None
+
+
+def _header_cwd(header: SessionHeader) -> str | None:
+    return None if isinstance(header.cwd, UnsetType) else header.cwd
 
 
 def _check_header_cwd(session_id: str, persisted: str | None, requested: str) -> None:
@@ -222,7 +239,7 @@ class AcpBridge:
             session_id=session_id,
             agent=agent,
             presenter=ToolPresenter(self._tools, self._warn),
-            terminal=TerminalContext(self._terminal_output, agent.session.header.get("cwd")),
+            terminal=TerminalContext(self._terminal_output, _header_cwd(agent.session.header)),
             owner=owner,
         )
         self._sessions[session_id] = record
@@ -255,7 +272,7 @@ class AcpBridge:
                 CreateAgentOptions(
                     agent_id=session_id,
                     session_id=session_id,
-                    meta={"cwd": params.cwd},
+                    meta=SessionMeta(cwd=params.cwd),
                     agent_options=agent_options(self._config),
                 )
             )
@@ -280,7 +297,7 @@ class AcpBridge:
         self._check_workspace(params)
         record = self._sessions.get(session_id)
         if record is not None:
-            _check_header_cwd(session_id, record.agent.session.header.get("cwd"), params.cwd)
+            _check_header_cwd(session_id, _header_cwd(record.agent.session.header), params.cwd)
         else:
             self._loading.add(session_id)
             try:
@@ -294,15 +311,16 @@ class AcpBridge:
 
     def _replay(self, record: SessionRecord) -> None:
         replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
-        for event in list(record.agent.session.events):
+        events = record.agent.session.events
+        for event in events[: len(events)]:  # the log as it is now, even if a listener appends meanwhile
             stream_session_event_update(
                 record.session_id, event, self._notify, replay, record.terminal, include_user_messages=True
             )
 
     async def _check_persisted_cwd(self, session_id: str, cwd: str) -> None:
         for header in await self._persistence.list():
-            if header["id"] == session_id:
-                _check_header_cwd(session_id, header.get("cwd"), cwd)
+            if header.id == session_id:
+                _check_header_cwd(session_id, _header_cwd(header), cwd)
                 return
         if not await self._persistence.has(session_id):
             raise RequestError.invalid_params(f"unknown session: {session_id}")
@@ -331,16 +349,15 @@ class AcpBridge:
             raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
         if record.inflight is not None:
             raise RequestError.invalid_params("a prompt is already in flight for this session")
-        blocks = raw["prompt"]
-        if prompt_has_unsupported_content(blocks):
+        if prompt_has_unsupported_content(params.prompt):
             raise RequestError.invalid_params(UNSUPPORTED_CONTENT_MESSAGE)
-        text = acp_prompt_to_text(blocks)
-        if not text.strip():
+        prompt = acp_prompt_to_text(params.prompt)
+        if not prompt.strip():
             raise RequestError.invalid_params("empty prompt")
         inflight = Inflight(asyncio.get_running_loop().create_future(), len(record.agent.session.events))
         record.inflight = inflight
         try:
-            record.agent.send([{"type": "text", "text": text}])
+            record.agent.send([text(prompt)])
         except BaseException:
             record.inflight = None  # nothing else ran meanwhile: the slot is still ours
             raise
@@ -369,11 +386,11 @@ class AcpBridge:
             inflight.answer.set_result(stop)
 
     @staticmethod
-    def _settle(record: SessionRecord, inflight: Inflight, reason: Mapping[str, Any]) -> None:
+    def _settle(record: SessionRecord, inflight: Inflight, reason: TurnEndReason) -> None:
         """Settle ``inflight`` (the session's pending prompt) from its turn's end reason."""
         record.inflight = None
-        if reason.get("kind") == "error":
-            inflight.answer.set_exception(RequestError.internal_error(f"turn failed: {reason.get('message', '')}"))
+        if type(reason) is ErrorReason:
+            inflight.answer.set_exception(RequestError.internal_error(f"turn failed: {reason.message}"))
         else:
             inflight.answer.set_result(turn_end_to_stop_reason(reason))
 
@@ -387,10 +404,10 @@ class AcpBridge:
         inflight = record.inflight
         if inflight is None:
             return
-        if inflight.turn is None and _is_message_turn(event):
-            inflight.turn = event["data"]["turn"]
-        elif event["type"] == "turn/end" and inflight.turn is not None and event["data"]["turn"] == inflight.turn:
-            self._settle(record, inflight, event["data"]["reason"])
+        if inflight.turn is None:
+            inflight.turn = _message_turn(event)
+        elif type(event) is TurnEndEvent and event.data.turn == inflight.turn:
+            self._settle(record, inflight, event.data.reason)
 
     def _on_agent_status(self, agent: Agent, status: AgentStatus) -> None:
         if status == "running":

@@ -2,8 +2,8 @@
 
 A failure raises pydantic's ``ValidationError``, which the connection answers with
 ``-32602 Invalid params`` and the problems under ``data``. Unknown keys are ignored
-(the protocol grows by adding fields); the bridge reads the original JSON values
-after validation, so these models only say what must be there.
+(the protocol grows by adding fields). The bridge reads the validated models, never
+the raw JSON: a prompt's blocks are :data:`PromptBlock` values, told apart by class.
 """
 
 from __future__ import annotations

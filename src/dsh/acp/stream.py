@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import os.path
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dsh.acp.codec import harness_block_to_acp_content
-from dsh.core.llm import ContentBlock
+from dsh.core.llm import ContentBlock, ReasoningDeltaChunk, TextDeltaChunk
+from dsh.core.session import AssistantChunkEvent, SessionEvent, ToolCallEvent, ToolResultEvent, UserMessageEvent
 from dsh.core.tools import ToolDefinition, ToolResult, ToolTerminal
 
 Notify = Callable[[dict[str, Any]], None]
@@ -78,7 +79,7 @@ class ToolCallView:
     title: str
     kind: str
     raw_input: Any = None
-    content: list[ContentBlock] | None = None
+    content: Sequence[ContentBlock] | None = None
     terminal: ToolTerminal | None = None
 
 
@@ -200,7 +201,7 @@ class ToolPresenter:
         present = None
         if tool is not None and tool.present_result is not None:
             try:
-                present = tool.present_result(pending.args, ToolResult(content=list(content), is_error=is_error))
+                present = tool.present_result(pending.args, ToolResult(content=tuple(content), is_error=is_error))
             except Exception as error:
                 self._on_error(f'acp: tool "{pending.name}" presentResult threw, using raw result: {_describe(error)}')
         if present is None:
@@ -275,7 +276,7 @@ def _result_update(call_id: str, is_error: bool, view: ToolResultView, terminal:
 
 def stream_session_event_update(
     session_id: str,
-    event: Mapping[str, Any],
+    event: SessionEvent,
     notify: Notify,
     presenter: Presenter = NULL_PRESENTER,
     terminal: TerminalContext = NO_TERMINAL,
@@ -289,39 +290,36 @@ def stream_session_event_update(
       ``include_user_messages`` (load replay; live turns already show the prompt);
     * ``tool/call`` → ``tool_call`` (``in_progress``); ``tool/result`` →
       ``tool_call_update`` (``completed`` / ``failed``), presented by ``presenter``;
-    * anything else → nothing.
+    * anything else (other event classes, an :class:`~dsh.core.session.UntypedEvent`)
+      → nothing.
 
-    Reads ``event`` without changing it; ``notify`` is called synchronously, in order.
+    ``notify`` is called synchronously, in order.
     """
-    kind = event.get("type")
-    data = event.get("data")
-    if not isinstance(data, Mapping):
-        return
-
-    def send(update: dict[str, Any]) -> None:
-        notify({"sessionId": session_id, "update": update})
-
-    if kind == "assistant/chunk":
-        chunk = data.get("chunk")
-        if not isinstance(chunk, Mapping):
-            return
-        chunk_type = chunk.get("type")
-        if chunk_type == "text-delta":
-            send({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": chunk.get("text", "")}})
-        elif chunk_type == "reasoning-delta":
-            send({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": chunk.get("text", "")}})
-    elif kind == "user/message":
+    if type(event) is AssistantChunkEvent:
+        chunk = event.data.chunk
+        if type(chunk) is TextDeltaChunk:
+            _send(notify, session_id, {"sessionUpdate": "agent_message_chunk", "content": _text(chunk.text)})
+        elif type(chunk) is ReasoningDeltaChunk:
+            _send(notify, session_id, {"sessionUpdate": "agent_thought_chunk", "content": _text(chunk.text)})
+    elif type(event) is UserMessageEvent:
         if include_user_messages:
-            for block in data.get("content", ()):
+            for block in event.data.content:
                 content = harness_block_to_acp_content(block)
                 if content is not None:
-                    send({"sessionUpdate": "user_message_chunk", "content": content})
-    elif kind == "tool/call":
-        call_id = str(data.get("callId"))
-        view = presenter.call(call_id, str(data.get("name")), str(data.get("arguments", "")))
-        send(_call_update(call_id, view, terminal))
-    elif kind == "tool/result":
-        call_id = str(data.get("callId"))
-        is_error = data.get("isError") is True
-        result = presenter.result(call_id, data.get("content", ()), is_error)
-        send(_result_update(call_id, is_error, result, terminal))
+                    _send(notify, session_id, {"sessionUpdate": "user_message_chunk", "content": content})
+    elif type(event) is ToolCallEvent:
+        call = event.data
+        view = presenter.call(call.call_id, call.name, call.arguments)
+        _send(notify, session_id, _call_update(call.call_id, view, terminal))
+    elif type(event) is ToolResultEvent:
+        result = event.data
+        shown = presenter.result(result.call_id, result.content, result.is_error)
+        _send(notify, session_id, _result_update(result.call_id, result.is_error, shown, terminal))
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def _send(notify: Notify, session_id: str, update: dict[str, Any]) -> None:
+    notify({"sessionId": session_id, "update": update})

@@ -15,7 +15,7 @@ from dsh.core.llm import ContentBlock, MessageSource
 class InboxMessage:
     """One message waiting for a turn: what was said and who said it."""
 
-    content: list[ContentBlock]
+    content: tuple[ContentBlock, ...]
     source: MessageSource
 
 

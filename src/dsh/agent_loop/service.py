@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Generator
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,7 +17,7 @@ from dsh.agent_loop.agent import ReactLoopAgent
 from dsh.core.agent import AGENTS, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from dsh.core.errors import HarnessError
 from dsh.core.persistence import SESSION_PERSISTENCE, SessionPersistence
-from dsh.core.session import SESSIONS, Session, SessionMeta
+from dsh.core.session import SESSIONS, Session, SessionMeta, SessionStore
 from dsh.kernel import Context, Disposer, Service, ServiceKey
 
 
@@ -75,7 +75,7 @@ class AgentLoop(Service):
         if agents is not None and agents.get(agent_id) is not None:
             raise HarnessError(f'agent "{agent_id}" is already registered', "DUPLICATE_AGENT")
 
-    def _sessions(self) -> Any:
+    def _sessions(self) -> SessionStore:
         sessions = self.ctx.get(SESSIONS)
         if sessions is None:
             raise HarnessError("the sessions service is not loaded", "NO_SERVICE")
@@ -84,13 +84,13 @@ class AgentLoop(Service):
     def create(self, agent_id: str, options: AgentOptions | None = None) -> ReactLoopAgent:
         """Create an agent on a fresh ``<id>-session-<uuid>`` session (no cwd)."""
         self._assert_free(agent_id)
-        session = self._sessions().create(f"{agent_id}-session-{uuid.uuid4()}", meta={})
+        session = self._sessions().create(f"{agent_id}-session-{uuid.uuid4()}", meta=SessionMeta())
         return self.start(agent_id, options or AgentOptions(), session)
 
     def create_agent(self, options: CreateAgentOptions) -> ReactLoopAgent:
         """The factory's create: the caller names the session id and its meta."""
         self._assert_free(options.agent_id)
-        session = self._sessions().create(options.session_id, meta=options.meta or {})
+        session = self._sessions().create(options.session_id, meta=options.meta or SessionMeta())
         return self.start(options.agent_id, options.agent_options or AgentOptions(), session)
 
     async def resume(self, options: ResumeAgentOptions) -> ReactLoopAgent:
@@ -106,19 +106,14 @@ class AgentLoop(Service):
     async def resume_with(self, persistence: SessionPersistence, options: ResumeAgentOptions) -> ReactLoopAgent:
         """Load the persisted session and start an agent on it, as :meth:`resume` does.
 
-        The loaded events are handed over to the live session uncopied (nothing else
-        holds them), which also lets the persistence backend recognize them as its
-        stored log without reading it again.
+        The loaded events are immutable: the live session shares them, nothing is copied.
         """
         self._assert_free(options.agent_id)
         loaded = await persistence.load(options.resume_session_id)
         self._assert_free(options.agent_id)
-        meta: SessionMeta = {"createdAt": loaded.meta["createdAt"]}
-        if "cwd" in loaded.meta:
-            meta["cwd"] = loaded.meta["cwd"]
-        if "parentSession" in loaded.meta:
-            meta["parentSession"] = loaded.meta["parentSession"]
-        session = self._sessions().create(options.resume_session_id, seed=loaded.events, meta=meta, copy_seed=False)
+        header = loaded.meta
+        meta = SessionMeta(created_at=header.created_at, cwd=header.cwd, parent_session=header.parent_session)
+        session = self._sessions().create(options.resume_session_id, seed=loaded.events, meta=meta)
         return self.start(options.agent_id, options.agent_options or AgentOptions(), session)
 
     def start(self, agent_id: str, options: AgentOptions, session: Session) -> ReactLoopAgent:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from dsh.cli.errors import CliError
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree
@@ -19,8 +18,19 @@ from dsh.cli.session_ids import resolve_resume
 from dsh.cli.settings import Settings
 from dsh.core.agent import AGENTS, Agent, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from dsh.core.errors import HarnessError
-from dsh.core.llm import LLM
-from dsh.core.session import Session
+from dsh.core.llm import LLM, variant_tag
+from dsh.core.session import (
+    AbortedReason,
+    CompletedReason,
+    ErrorReason,
+    MaxTokensReason,
+    MessageTrigger,
+    Session,
+    SessionMeta,
+    TurnEndEvent,
+    TurnEndReason,
+    TurnStartEvent,
+)
 from dsh.kernel import Context
 
 MAIN_AGENT = "main"
@@ -63,7 +73,7 @@ async def start_agent(root: Context, tree: Tree, settings: Settings, resume: str
             CreateAgentOptions(
                 agent_id=MAIN_AGENT,
                 session_id=str(uuid.uuid4()),
-                meta={"cwd": str(settings.cwd)},
+                meta=SessionMeta(cwd=str(settings.cwd)),
                 agent_options=options,
             )
         )
@@ -81,41 +91,42 @@ class TurnOutcome:
     """
 
     turn: int | None
-    reason: dict[str, Any] | None
+    reason: TurnEndReason | None
 
 
 def turn_outcome(session: Session, since: int) -> TurnOutcome:
     """The outcome of the first message-triggered turn logged at ``seq >= since``."""
     turn: int | None = None
     for event in session.events[since:]:
-        data = event["data"]
-        if turn is None and event["type"] == "turn/start" and data["trigger"]["kind"] == "message":
-            turn = data["turn"]
-        elif turn is not None and event["type"] == "turn/end" and data["turn"] == turn:
-            return TurnOutcome(turn, dict(data["reason"]))
+        if turn is None:
+            if type(event) is TurnStartEvent and type(event.data.trigger) is MessageTrigger:
+                turn = event.data.turn
+        elif type(event) is TurnEndEvent and event.data.turn == turn:
+            return TurnOutcome(turn, event.data.reason)
     return TurnOutcome(turn, None)
 
 
-def exit_status(reason: dict[str, Any] | None) -> int:
-    """0 completed, 3 max-tokens, 130 aborted, 1 anything else (error, disposed, never ended)."""
-    kind = reason.get("kind") if reason is not None else None
-    if kind == "completed":
+def exit_status(reason: TurnEndReason | None) -> int:
+    """0 completed, 3 max-tokens, 130 aborted, 1 anything else (error, disposed, unknown, never ended)."""
+    kind = type(reason)
+    if kind is CompletedReason:
         return EXIT_COMPLETED
-    if kind == "max-tokens":
+    if kind is MaxTokensReason:
         return EXIT_MAX_TOKENS
-    if kind == "aborted":
+    if kind is AbortedReason:
         return EXIT_INTERRUPTED
     return EXIT_FAILED
 
 
-def describe_reason(reason: dict[str, Any] | None) -> str:
-    """A turn-end reason for a human: ``completed``, ``aborted (interrupted)``, ``error: msg [CODE]``."""
+def describe_reason(reason: TurnEndReason | None) -> str:
+    """A turn-end reason for a human: ``completed``, ``aborted (interrupted)``, ``error: msg [CODE]``.
+
+    A reason of a kind this version does not know is shown by its kind.
+    """
     if reason is None:
         return "did not end"
-    kind = str(reason.get("kind"))
-    if kind == "error":
-        code = reason.get("code")
-        return f"error: {reason.get('message')}" + (f" [{code}]" if code else "")
-    if kind == "aborted" and reason.get("reason"):
-        return f"aborted ({reason['reason']})"
-    return kind
+    if type(reason) is ErrorReason:
+        return f"error: {reason.message}" + (f" [{reason.code}]" if reason.code else "")
+    if type(reason) is AbortedReason and reason.reason:
+        return f"aborted ({reason.reason})"
+    return variant_tag(reason) or "unknown"

@@ -13,13 +13,13 @@ into the loop: a closed stdout (``dsh run ... | head``) stops the printing and c
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dsh.core.agent import AGENT_STREAM_CHUNK, Agent
-from dsh.core.llm import StreamChunk, text_of
-from dsh.core.persistence import escape_lone_surrogates
-from dsh.core.session import SESSION_EVENT, Session, SessionEvent, session_event_line
+from dsh.core.llm import ContentBlock, StreamChunk, TextDeltaChunk, text_of
+from dsh.core.persistence import event_text
+from dsh.core.session import SESSION_EVENT, Session, SessionEvent, ToolCallEvent, ToolResultEvent
 from dsh.kernel import Context
 
 RESULT_PREVIEW = 200
@@ -54,7 +54,7 @@ def _nothing() -> None:
     return None
 
 
-def _result_line(content: Any) -> str:
+def _result_line(content: Iterable[ContentBlock]) -> str:
     joined = text_of(content)
     lines = joined.strip("\n").split("\n")
     first = lines[0]
@@ -93,23 +93,22 @@ class TextAnswer:
             self._out("\n")
 
     def on_chunk(self, agent: Agent, turn: int, step: int, chunk: StreamChunk) -> None:
-        if agent is not self.agent or chunk["type"] != "text-delta":
+        if agent is not self.agent or type(chunk) is not TextDeltaChunk:
             return
         if self._step is not None and self._step != (turn, step):
             self.end_line()
         self._step = (turn, step)
-        self._out(chunk["text"])
+        self._out(chunk.text)
 
     def on_event(self, session: Session, event: SessionEvent) -> None:
         if session is not self.agent.session:
             return
-        data = event["data"]
-        if event["type"] == "tool/call":
+        if type(event) is ToolCallEvent:
             self.end_line()
-            _write(sys.stderr, f"[tool call] {data['name']}({data['arguments']})\n")
-        elif event["type"] == "tool/result":
-            flag = " (error)" if data["isError"] else ""
-            _write(sys.stderr, f"[tool result{flag}] {_result_line(data['content'])}\n")
+            _write(sys.stderr, f"[tool call] {event.data.name}({event.data.arguments})\n")
+        elif type(event) is ToolResultEvent:
+            flag = " (error)" if event.data.is_error else ""
+            _write(sys.stderr, f"[tool result{flag}] {_result_line(event.data.content)}\n")
 
 
 class EventLines:
@@ -124,7 +123,7 @@ class EventLines:
     def on_event(self, session: Session, event: SessionEvent) -> None:
         if session is not self.session or self.broken:
             return
-        line = escape_lone_surrogates(session_event_line(event))
+        line = event_text(event)
         if not _write(sys.stdout, line + "\n"):
             self.broken = True
             self.on_broken()

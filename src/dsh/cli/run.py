@@ -46,6 +46,7 @@ from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
 from dsh.core.agent import AGENT_ERROR, Agent
 from dsh.core.llm import text
+from dsh.core.session import ErrorReason
 
 INTERRUPT_REASON = SIGNAL_REASON[signal.SIGINT]
 """The abort reason a Ctrl-C (SIGINT) leaves in the log."""
@@ -146,7 +147,7 @@ def _report(outcome: TurnOutcome, signalled: int | None, failures: list[tuple[st
         if signalled is not None and status == EXIT_INTERRUPTED:
             status = signalled
         said = f"turn {outcome.turn} ended: {describe_reason(outcome.reason)}" if status != 0 else ""
-        if outcome.reason is not None and outcome.reason.get("code") == "AUTH":
+        if type(outcome.reason) is ErrorReason and outcome.reason.code == "AUTH":
             said += f"; {hint}"
     if said:
         errors.ONCE.say(said)

@@ -18,7 +18,7 @@ async def resolve_session_id(persistence: SessionPersistence, text: str) -> str:
     """
     if await persistence.has(text):
         return text
-    candidates = sorted(header["id"] for header in await persistence.list() if header["id"].startswith(text))
+    candidates = sorted(header.id for header in await persistence.list() if header.id.startswith(text))
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:

@@ -27,7 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, cast
+from typing import cast
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
 
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
@@ -36,15 +39,17 @@ from dsh.cli.session_ids import resolve_session_id
 from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
 from dsh.core.errors import HarnessError
-from dsh.core.llm import text_of
+from dsh.core.llm import encode, text_of
 from dsh.core.persistence import (
     MISSING,
     SESSION_PERSISTENCE,
     PersistenceBackend,
     SessionPersistence,
     escape_lone_surrogates,
+    event_text,
+    header_text,
 )
-from dsh.core.session import SessionHeader, header_line, session_event_line
+from dsh.core.session import SessionHeader, UserMessageEvent, parse_session_event
 from dsh.kernel import unwrap
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
 
@@ -64,7 +69,8 @@ def _log_bytes(persistence: SessionPersistence, header: SessionHeader) -> bytes 
     if not isinstance(backend, SessionPersistenceJsonl):
         return None
     try:
-        with open(log_path(backend.root, header.get("cwd"), header["id"]), "rb") as file:
+        cwd = header.cwd if isinstance(header.cwd, str) else None
+        with open(log_path(backend.root, cwd, header.id), "rb") as file:
             return file.read()
     except OSError:
         return None
@@ -81,44 +87,72 @@ def count_turns(persistence: SessionPersistence, header: SessionHeader) -> int |
 
 
 def first_prompt(data: bytes) -> str | None:
-    """The text of the first ``user/message`` line of JSONL log bytes ``data``, on one line; None if there is none."""
+    """The text of the first ``user/message`` line of JSONL log bytes ``data``, on one line.
+
+    None when there is none, or when that line is no valid ``user/message`` event.
+    """
     start = data.find(USER_MESSAGE_LINE)
     if start < 0:
         return None
     end = data.find(b"\n", start + 1)
     try:
-        event = json.loads(data[start + 1 : end if end >= 0 else len(data)])
-        text = text_of(event["data"]["content"])
-    except (ValueError, KeyError, TypeError, AttributeError):
+        event = parse_session_event(json.loads(data[start + 1 : end if end >= 0 else len(data)]))
+    except (ValueError, HarnessError):
         return None
-    return " ".join(text.split()) or None
+    if type(event) is not UserMessageEvent:
+        return None
+    return " ".join(text_of(event.data.content).split()) or None
 
 
 def _title(text: str) -> str:
     return text if len(text) <= TITLE_WIDTH else text[: TITLE_WIDTH - 1] + "…"
 
 
-def _row(header: SessionHeader, data: bytes | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": header["id"], "createdAt": header["createdAt"]}
-    if "cwd" in header:
-        row["cwd"] = header["cwd"]
-    if "parentSession" in header:
-        row["parentSession"] = header["parentSession"]
-    if data is not None:
-        row["turns"] = data.count(TURN_START_LINE)
-        prompt = first_prompt(data)
-        if prompt is not None:
-            row["title"] = prompt
-    return row
+class SessionRow(Struct, frozen=True, kw_only=True, rename="camel"):
+    """One ``list`` row; ``--json`` writes it as is (absent fields left out)."""
+
+    id: str
+    created_at: int
+    cwd: str | UnsetType = UNSET
+    parent_session: str | UnsetType = UNSET
+    turns: int | UnsetType = UNSET
+    title: str | UnsetType = UNSET
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
+def _row(header: SessionHeader, data: bytes | None) -> SessionRow:
+    if data is None:
+        turns: int | UnsetType = UNSET
+        title: str | UnsetType = UNSET
+    else:
+        turns = data.count(TURN_START_LINE)
+        title = first_prompt(data) or UNSET
+    return SessionRow(
+        id=header.id,
+        created_at=header.created_at,
+        cwd=header.cwd,
+        parent_session=header.parent_session,
+        turns=turns,
+        title=title,
+    )
+
+
+def row_line(row: SessionRow) -> str:
+    """The ``--json`` line of ``row`` (no newline); a lone surrogate in the title is written as its escape."""
+    try:
+        return encode(row).decode()
+    except UnicodeEncodeError:
+        plain = json.dumps(msgspec.to_builtins(row), ensure_ascii=False, separators=(",", ":"))
+        return escape_lone_surrogates(plain)
+
+
+def format_table(rows: list[SessionRow]) -> str:
     """The ``list`` table: a header line, then one aligned line per session (the title shortened)."""
     table = [("ID", "CREATED", "TURNS", "CWD", "FIRST PROMPT")]
     for row in rows:
-        turns = str(row["turns"]) if "turns" in row else "-"
-        title = _title(row["title"]) if "title" in row else "-"
-        table.append((row["id"], format_time(row["createdAt"]), turns, row.get("cwd", "-"), title))
+        turns = str(row.turns) if isinstance(row.turns, int) else "-"
+        title = _title(row.title) if isinstance(row.title, str) else "-"
+        cwd = row.cwd if isinstance(row.cwd, str) else "-"
+        table.append((row.id, format_time(row.created_at), turns, cwd, title))
     widths = [max(len(line[column]) for line in table) for column in range(4)]
     lines = [
         f"{line[0]:<{widths[0]}}  {line[1]:<{widths[1]}}  {line[2]:>{widths[2]}}  {line[3]:<{widths[3]}}  {line[4]}"
@@ -133,10 +167,10 @@ def _out(text: str) -> None:
 
 
 async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lines: bool) -> int:
-    headers = sorted(await persistence.list(), key=lambda header: (header["createdAt"], header["id"]))
+    headers = sorted(await persistence.list(), key=lambda header: (header.created_at, header.id))
     rows = [_row(header, _log_bytes(persistence, header)) for header in headers]
     if json_lines:
-        _out("".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows))
+        _out("".join(row_line(row) + "\n" for row in rows))
     elif rows:
         _out(format_table(rows))
     else:
@@ -147,7 +181,7 @@ async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lin
 async def show_session(persistence: SessionPersistence, session_id: str, *, json_lines: bool) -> int:
     loaded = await persistence.load(await resolve_session_id(persistence, session_id))
     if json_lines:
-        lines = [header_line(loaded.meta), *(session_event_line(event) for event in loaded.events)]
+        lines = [header_text(loaded.meta), *(event_text(event) for event in loaded.events)]
         _out("".join(line + "\n" for line in lines))
     else:
         _out(render_transcript(loaded.meta, loaded.events))
@@ -169,10 +203,10 @@ async def check_sessions(persistence: SessionPersistence, tree: Tree) -> int:
     backend implements), never through ``load``, which would repair what it finds.
     """
     backend = cast(PersistenceBackend, unwrap(persistence))
-    headers = sorted(await persistence.list(), key=lambda header: (header["createdAt"], header["id"]))
+    headers = sorted(await persistence.list(), key=lambda header: (header.created_at, header.id))
     problems: list[str] = []
     for header in headers:
-        id = header["id"]
+        id = header.id
         try:
             stored = await backend.load_stored(id)
         except HarnessError as error:

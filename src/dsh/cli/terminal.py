@@ -18,7 +18,7 @@ whatever is running. Listener callbacks never raise into the loop.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -29,8 +29,19 @@ from rich.text import Text
 
 from dsh.cli.agent import describe_reason
 from dsh.core.agent import AGENT_STEP_START, AGENT_STREAM_CHUNK, AGENT_TURN_END, Agent
-from dsh.core.llm import StreamChunk, text_of
-from dsh.core.session import SESSION_EVENT, Session, SessionEvent
+from dsh.core.llm import ContentBlock, ReasoningDeltaChunk, StreamChunk, TextDeltaChunk, text_of
+from dsh.core.session import (
+    SESSION_EVENT,
+    AbortedReason,
+    CompletedReason,
+    MaxTokensReason,
+    Session,
+    SessionEvent,
+    SteeringMessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndReason,
+)
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context
 
@@ -119,12 +130,14 @@ class TerminalView:
             self._spin("thinking…")
 
     def on_chunk(self, agent: Agent, _turn: int, _step: int, chunk: StreamChunk) -> None:
-        if agent is not self.agent or chunk["type"] not in ("text-delta", "reasoning-delta"):
+        if agent is not self.agent:
             return
-        if chunk["type"] == "text-delta":
-            self._text += chunk["text"]
+        if type(chunk) is TextDeltaChunk:
+            self._text += chunk.text
+        elif type(chunk) is ReasoningDeltaChunk:
+            self._reasoning += chunk.text
         else:
-            self._reasoning += chunk["text"]
+            return
         if self._live is None:
             self._stop_spinner()
             self._live = Live(self._answer(), console=self.console, refresh_per_second=8, transient=False)
@@ -135,25 +148,24 @@ class TerminalView:
     def on_event(self, session: Session, event: SessionEvent) -> None:
         if session is not self.agent.session:
             return
-        data = event["data"]
-        if event["type"] == "tool/call":
+        if type(event) is ToolCallEvent:
             self._settle()
-            self.console.print(self.call_card(data["name"], data["arguments"]))
-            self._spin(f"running {data['name']}…")
-        elif event["type"] == "tool/result":
+            self.console.print(self.call_card(event.data.name, event.data.arguments))
+            self._spin(f"running {event.data.name}…")
+        elif type(event) is ToolResultEvent:
             self._settle()
-            self.console.print(self.result_card(data["content"], is_error=bool(data["isError"])))
-        elif event["type"] == "steering/message":  # on a line of its own, apart from the streamed answer
+            self.console.print(self.result_card(event.data.content, is_error=event.data.is_error))
+        elif type(event) is SteeringMessageEvent:  # on a line of its own, apart from the streamed answer
             self._settle()
-            self.console.print(Text(f"› {text_of(data['content'])}", style="bold cyan"))
+            self.console.print(Text(f"› {text_of(event.data.content)}", style="bold cyan"))
 
-    def on_turn_end(self, agent: Agent, turn: int, reason: Any) -> None:
+    def on_turn_end(self, agent: Agent, turn: int, reason: TurnEndReason) -> None:
         if agent is not self.agent:
             return
         self._settle()
-        if reason.get("kind") != "completed":
-            style = "yellow" if reason.get("kind") in ("aborted", "max-tokens") else "red"
-            self.console.print(Text(f"turn {turn} ended: {describe_reason(dict(reason))}", style=style))
+        if type(reason) is not CompletedReason:
+            style = "yellow" if type(reason) in (AbortedReason, MaxTokensReason) else "red"
+            self.console.print(Text(f"turn {turn} ended: {describe_reason(reason)}", style=style))
         self.console.print(PROMPT, end="")
 
     # ------------------------------------------------------------------ cards
@@ -169,13 +181,13 @@ class TerminalView:
                 presented = None
             if presented is not None:
                 title = f"$ {presented.title}" if presented.kind == "execute" else presented.title
-                detail = text_of(presented.content or []) or None
+                detail = text_of(presented.content or ()) or None
         body: RenderableType = Text(title, style="bold")
         if detail is not None:
             body = Group(body, Text(detail, style="dim"))
         return Panel(body, title=name, title_align="left", border_style="cyan")
 
-    def result_card(self, content: Any, *, is_error: bool) -> Panel:
+    def result_card(self, content: Iterable[ContentBlock], *, is_error: bool) -> Panel:
         """The card of a tool result: its last lines, red when the call failed."""
         output = text_of(content) or "(no output)"
         return Panel(

@@ -18,10 +18,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from dsh.cli.agent import describe_reason
-from dsh.core.session import SessionEvent, SessionHeader
+from dsh.core.llm import ContentBlock, ImageBlock, MessageSource, TextBlock, variant_tag
+from dsh.core.session import (
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    ErrorEvent,
+    SessionEvent,
+    SessionHeader,
+    SteeringMessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
 
 HIDDEN = frozenset({"step/start", "step/end", "assistant/chunk", "usage"})
 """Event types a transcript leaves out."""
@@ -32,14 +44,13 @@ def format_time(millis: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
 
 
-def blocks_text(content: Iterable[Any]) -> str:
+def blocks_text(content: Iterable[ContentBlock]) -> str:
     """The text of ``content``: text blocks joined, images as ``[image]``, other blocks skipped."""
     parts: list[str] = []
     for block in content:
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(block["text"])
-        elif kind == "image":
+        if type(block) is TextBlock:
+            parts.append(block.text)
+        elif type(block) is ImageBlock:
             parts.append("[image]")
     return "".join(parts)
 
@@ -58,50 +69,45 @@ def _arrow(symbol: str, body: str) -> str:
     return _indented(f"  {symbol} ", body, "    ")
 
 
-def _source(data: Any) -> str:
-    source = data.get("source")
-    kind = source.get("kind") if isinstance(source, dict) else None
-    return str(kind) if kind is not None else "unknown"
+def _source(source: MessageSource) -> str:
+    return variant_tag(source) or "unknown"
 
 
 def header_lines(meta: SessionHeader) -> list[str]:
     """The lines naming the session: id, creation time, workspace and parent."""
-    lines = [f"session {meta['id']}", f"created {format_time(meta['createdAt'])}"]
-    if "cwd" in meta:
-        lines.append(f"cwd {meta['cwd']}")
-    if "parentSession" in meta:
-        lines.append(f"forked from {meta['parentSession']}")
+    lines = [f"session {meta.id}", f"created {format_time(meta.created_at)}"]
+    if isinstance(meta.cwd, str):
+        lines.append(f"cwd {meta.cwd}")
+    if isinstance(meta.parent_session, str):
+        lines.append(f"forked from {meta.parent_session}")
     return lines
 
 
 def event_lines(event: SessionEvent) -> list[str]:
-    """The transcript lines of one event (none for the hidden types)."""
-    kind = event["type"]
-    data = event["data"]
-    if kind in HIDDEN:
-        return []
-    if kind == "turn/start":
-        return ["", f"── turn {data['turn']} ({data['trigger'].get('kind')}) ──"]
-    if kind == "turn/end":
-        return [f"── turn {data['turn']} ended: {describe_reason(dict(data['reason']))} ──"]
-    if kind == "user/message":
-        return [_labelled("user", blocks_text(data["content"]))]
-    if kind == "context/message":
-        return [_labelled(f"context ({_source(data)})", blocks_text(data["content"]))]
-    if kind == "steering/message":
-        return [_labelled(f"steering ({_source(data)})", blocks_text(data["content"]))]
-    if kind == "assistant/message":
-        said = blocks_text(data["content"])
-        return [_labelled("assistant", said)] if said.strip() else []
-    if kind == "tool/call":
-        return [_arrow("→", f"{data['name']} {data['arguments']}")]
-    if kind == "tool/result":
-        shown = blocks_text(data["content"]) or "(no output)"
-        return [_arrow("←", ("error: " if data["isError"] else "") + shown)]
-    if kind == "error":
-        code = data.get("code")
-        return [f"  ! error: {data['message']}" + (f" [{code}]" if code else "")]
-    return [f"  [{kind}]"]
+    """The transcript lines of one event (none for the hidden types; other types by name)."""
+    match event:
+        case TurnStartEvent(data=data):
+            return ["", f"── turn {data.turn} ({variant_tag(data.trigger) or 'unknown'}) ──"]
+        case TurnEndEvent(data=data):
+            return [f"── turn {data.turn} ended: {describe_reason(data.reason)} ──"]
+        case UserMessageEvent(data=data):
+            return [_labelled("user", blocks_text(data.content))]
+        case ContextMessageEvent(data=data):
+            return [_labelled(f"context ({_source(data.source)})", blocks_text(data.content))]
+        case SteeringMessageEvent(data=data):
+            return [_labelled(f"steering ({_source(data.source)})", blocks_text(data.content))]
+        case AssistantMessageEvent(data=data):
+            said = blocks_text(data.content)
+            return [_labelled("assistant", said)] if said.strip() else []
+        case ToolCallEvent(data=data):
+            return [_arrow("→", f"{data.name} {data.arguments}")]
+        case ToolResultEvent(data=data):
+            shown = blocks_text(data.content) or "(no output)"
+            return [_arrow("←", ("error: " if data.is_error else "") + shown)]
+        case ErrorEvent(data=data):
+            return [f"  ! error: {data.message}" + (f" [{data.code}]" if data.code else "")]
+        case _:
+            return [] if event.type in HIDDEN else [f"  [{event.type}]"]
 
 
 def render_transcript(meta: SessionHeader, events: Sequence[SessionEvent]) -> str:

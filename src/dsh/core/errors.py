@@ -22,6 +22,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+import msgspec
+
 
 class HarnessError(Exception):
     """Base of every deliberate dsh error.
@@ -83,9 +85,18 @@ class InvariantError(HarnessError):
         super().__init__(f"invariant violated: {detail}", "INVARIANT")
 
 
+def _plain(value: object) -> Any:
+    """A typed value (a ``msgspec.Struct`` or the raw JSON of an unknown variant) as plain JSON data."""
+    if isinstance(value, msgspec.Raw):
+        return msgspec.json.decode(value)
+    if isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def _describe(value: object) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
     except (TypeError, ValueError):
         return str(value)
 
@@ -93,8 +104,9 @@ def _describe(value: object) -> str:
 def assert_never(value: object, context: str | None = None) -> NoReturn:
     """Raise because ``value`` escaped a closed union at run time.
 
-    The message names the context and shows the value as JSON when it can:
-    ``unreachable variant in BlockAssembler.push: {"type":"rogue"}``.
+    The message names the context and shows the value as JSON when it can (typed
+    values as their wire JSON): ``unreachable variant in BlockAssembler.push:
+    {"type":"rogue"}``.
     """
     where = f" in {context}" if context else ""
     shown = "undefined" if value is None else _describe(value)

@@ -34,14 +34,12 @@ class Harness:
         script: Sequence[ScriptEntry] = (),
         *,
         invariants_plugin: bool = True,
-        freeze: bool = False,
         loop_config: dict[str, Any] | None = None,
         with_loop: bool = True,
     ) -> None:
         self.model = ScriptedModel(script)
         self.ctx = Context()
         self._invariants = invariants_plugin
-        self._freeze = freeze
         self._loop_config = loop_config if loop_config is not None else {"agents": []}
         self._with_loop = with_loop
         self._tasks_before: set[asyncio.Task[Any]] = set()
@@ -56,7 +54,7 @@ class Harness:
         await ctx.plugin(ToolRegistry)
         await ctx.plugin(AgentRegistry)
         if self._invariants:
-            await ctx.plugin(invariants, {"freeze": self._freeze})
+            await ctx.plugin(invariants)
         ctx[LLM].register_adapter([MOCK_MODEL], self.model)
         if self._with_loop:
             self.loop_fiber = await ctx.plugin(AgentLoop, self._loop_config)

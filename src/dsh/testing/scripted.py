@@ -2,7 +2,8 @@
 
 Entries:
 
-* a list of chunks (see :func:`text_response`, :func:`tool_call_response`,
+* a list of chunks (typed values, or their JSON as dicts: converted once when the
+  entry is added, so a bad chunk fails at once with MALFORMED) (see :func:`text_response`, :func:`tool_call_response`,
   :func:`max_tokens_response`, :func:`error_finish`),
 * a callable ``(options) -> list of chunks`` (to react to the request),
 * :data:`HANG`: stream ``block-start`` and a ``"partial"`` text delta, then wait for
@@ -20,40 +21,79 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from dsh.core.errors import HarnessError, LlmError
-from dsh.core.llm import ErrorFinish, FinishReason, GenerateOptions, LlmAdapter, StreamChunk, TokenUsage
+from dsh.core.llm import (
+    AbortedFinish,
+    BlockEndChunk,
+    BlockStartChunk,
+    ErrorFinish,
+    FinishChunk,
+    FinishReason,
+    GenerateOptions,
+    LlmAdapter,
+    MaxTokensFinish,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    UsageChunk,
+    parse_stream_chunk,
+)
 
 HANG: Final = "hang"
 FinishKind: TypeAlias = Literal["stop", "tool-calls", "max-tokens", "aborted"]
 
+ChunkData: TypeAlias = "StreamChunk | Mapping[str, Any]"
+"""A chunk as a script may spell it: the typed value, or its JSON (converted once, checked)."""
 
-@dataclass(frozen=True)
+
+def chunks_of(entries: Sequence[ChunkData]) -> tuple[StreamChunk, ...]:
+    """``entries`` as typed chunks: JSON-shaped ones are converted (MALFORMED when they do not fit)."""
+    return tuple([parse_stream_chunk(entry) if isinstance(entry, Mapping) else entry for entry in entries])
+
+
+@dataclass(frozen=True, init=False)
 class Fail:
-    """Raise ``error`` from the stream after yielding ``chunks``."""
+    """Raise ``error`` from the stream after yielding ``chunks`` (JSON-shaped ones converted here)."""
 
     error: BaseException
-    chunks: Sequence[StreamChunk] = field(default_factory=tuple)
+    chunks: tuple[StreamChunk, ...]
+
+    def __init__(self, error: BaseException, chunks: Sequence[ChunkData] = ()) -> None:
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "chunks", chunks_of(chunks))
 
 
-ScriptEntry: TypeAlias = "Sequence[StreamChunk] | Callable[[GenerateOptions], Sequence[StreamChunk]] | str | Fail"
+ScriptEntry: TypeAlias = "Sequence[ChunkData] | Callable[[GenerateOptions], Sequence[ChunkData]] | str | Fail"
+_Stored: TypeAlias = "tuple[StreamChunk, ...] | Callable[[GenerateOptions], Sequence[ChunkData]] | str | Fail"
+
+_FINISHES: Mapping[str, FinishReason] = {
+    "stop": StopFinish(),
+    "tool-calls": ToolCallsFinish(),
+    "max-tokens": MaxTokensFinish(),
+    "aborted": AbortedFinish(),
+}
 
 
 def _usage(input_tokens: int, output_tokens: int) -> TokenUsage:
-    return {"inputTokens": input_tokens, "outputTokens": output_tokens}
+    return TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens)
 
 
 def text_response(text: str, *, finish: FinishKind = "stop", index: int = 0) -> list[StreamChunk]:
     """One text block streamed a character at a time, usage ``{10, len}``, finish ``finish``."""
-    chunks: list[StreamChunk] = [{"type": "block-start", "index": index, "blockType": "text"}]
-    chunks.extend({"type": "text-delta", "index": index, "text": char} for char in text)
-    chunks.append({"type": "block-end", "index": index, "block": {"type": "text", "text": text}})
-    chunks.append({"type": "usage", "usage": _usage(10, len(text))})
-    reason: FinishReason = {"kind": finish}  # type: ignore[misc, assignment]
-    chunks.append({"type": "finish", "reason": reason})
+    chunks: list[StreamChunk] = [BlockStartChunk(index=index, block_type="text")]
+    chunks.extend(TextDeltaChunk(index=index, text=char) for char in text)
+    chunks.append(BlockEndChunk(index=index, block=TextBlock(text=text)))
+    chunks.append(UsageChunk(usage=_usage(10, len(text))))
+    chunks.append(FinishChunk(reason=_FINISHES[finish]))
     return chunks
 
 
@@ -72,41 +112,40 @@ def tool_call_response(
     if text is not None:
         chunks.extend(text_response(text)[:-2])
         index = 1
-    chunks.append({"type": "block-start", "index": index, "blockType": "tool-call"})
-    chunks.append({"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": raw[:5]})
-    chunks.append({"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": raw[5:]})
-    chunks.append(
-        {
-            "type": "block-end",
-            "index": index,
-            "block": {"type": "tool-call", "id": call_id, "name": name, "arguments": raw},
-        }
-    )
-    chunks.append({"type": "usage", "usage": _usage(10, 5)})
-    chunks.append({"type": "finish", "reason": {"kind": "tool-calls"}})
+    chunks.append(BlockStartChunk(index=index, block_type="tool-call"))
+    chunks.append(ToolCallDeltaChunk(index=index, id=call_id, name=name, arguments_delta=raw[:5]))
+    chunks.append(ToolCallDeltaChunk(index=index, id=call_id, arguments_delta=raw[5:]))
+    chunks.append(BlockEndChunk(index=index, block=ToolCallBlock(id=call_id, name=name, arguments=raw)))
+    chunks.append(UsageChunk(usage=_usage(10, 5)))
+    chunks.append(FinishChunk(reason=ToolCallsFinish()))
     return chunks
 
 
 def error_finish(message: str, code: str | None = None) -> list[StreamChunk]:
     """A stream that ends in-band with ``finish {kind: error}``."""
-    reason: ErrorFinish = {"kind": "error", "message": message}
-    if code is not None:
-        reason["code"] = code
-    return [{"type": "finish", "reason": reason}]
+    reason = ErrorFinish(message=message) if code is None else ErrorFinish(message=message, code=code)
+    return [FinishChunk(reason=reason)]
+
+
+def _typed(entry: ScriptEntry) -> _Stored:
+    """A script entry with its JSON-shaped chunks converted (callables convert when called)."""
+    if isinstance(entry, str | Fail) or callable(entry):
+        return entry
+    return chunks_of(entry)
 
 
 class ScriptedModel(LlmAdapter):
     """An :class:`LlmAdapter` that plays a script; see the module docstring."""
 
     def __init__(self, script: Sequence[ScriptEntry] = (), *, pace: float | None = None) -> None:
-        self._script: list[ScriptEntry] = list(script)
+        self._script: list[_Stored] = [_typed(entry) for entry in script]
         self._pace = pace
         self._cursor = 0
         self.requests: list[GenerateOptions] = []
 
     def push(self, *entries: ScriptEntry) -> None:
         """Append entries to the script."""
-        self._script.extend(entries)
+        self._script.extend(_typed(entry) for entry in entries)
 
     @property
     def remaining(self) -> int:
@@ -132,8 +171,8 @@ class ScriptedModel(LlmAdapter):
             )
         entry = self._script[index]
         if entry == HANG:
-            yield {"type": "block-start", "index": 0, "blockType": "text"}
-            yield {"type": "text-delta", "index": 0, "text": "partial"}
+            yield BlockStartChunk(index=0, block_type="text")
+            yield TextDeltaChunk(index=0, text="partial")
             if signal is not None:
                 await signal.wait()
             else:  # nothing can ever end this wait but cancellation
@@ -143,9 +182,9 @@ class ScriptedModel(LlmAdapter):
             for chunk in entry.chunks:
                 yield chunk
             raise entry.error
-        chunks = entry(options) if callable(entry) else entry
-        if isinstance(chunks, str):
-            raise HarnessError(f"ScriptedModel: unknown script entry {chunks!r}", "BAD_SCRIPT")
+        if isinstance(entry, str):
+            raise HarnessError(f"ScriptedModel: unknown script entry {entry!r}", "BAD_SCRIPT")
+        chunks = chunks_of(entry(options)) if callable(entry) else entry
         for chunk in chunks:
             if self._pace is not None:
                 await asyncio.sleep(self._pace)

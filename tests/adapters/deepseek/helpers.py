@@ -7,7 +7,7 @@ from typing import TypeVar, cast
 
 import aiohttp
 
-from dsh.core.llm import GenerateOptions, Message, StreamChunk, text
+from dsh.core.llm import GenerateOptions, Message, StreamChunk, text, to_json
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ async def collect(stream: AsyncIterable[T]) -> list[T]:
 
 
 def user(content: str) -> Message:
-    return {"role": "user", "content": [text(content)]}
+    return Message("user", (text(content),))
 
 
 def options(model: str = "deepseek-v4-flash", prompt: str = "hi", **fields: object) -> GenerateOptions:
@@ -48,8 +48,9 @@ def options(model: str = "deepseek-v4-flash", prompt: str = "hi", **fields: obje
     return opts
 
 
-def kinds(chunks: Iterable[StreamChunk]) -> list[str]:
-    return [chunk["type"] for chunk in chunks]
+def kinds(chunks: Iterable[StreamChunk | dict[str, object]]) -> list[str]:
+    """The ``type`` of each chunk (typed, or in its JSON form)."""
+    return [to_json(chunk)["type"] for chunk in chunks]
 
 
 class FakeContent:

@@ -18,7 +18,21 @@ from dsh.adapters.deepseek import (
     http_error_code,
 )
 from dsh.core.errors import LlmError
-from dsh.core.llm import LLM, LLM_ADAPTER_CHANGE, LlmAdapter, LlmService, StreamChunk
+from dsh.core.llm import (
+    LLM,
+    LLM_ADAPTER_CHANGE,
+    LlmAdapter,
+    LlmService,
+    Message,
+    ReasoningBlock,
+    StopFinish,
+    StreamChunk,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallsFinish,
+    text,
+)
 from dsh.kernel import AbortController, AbortError, ConfigError, Context, LoaderError, load_tree
 from dsh.testing.wire import (
     Finish,
@@ -62,9 +76,9 @@ async def test_streams_a_text_generation_end_to_end_through_ctx_llm_generate(
     server.add(text_reply("hel", "lo", usage=Usage(3, 1)))
     await load(root, apiKey=KEY, baseURL=server.base_url)
     result = await llm.generate(options("deepseek-v4-flash", "say hello"))
-    assert result.message == {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}
-    assert result.finish == {"kind": "stop"}
-    assert result.usage == {"inputTokens": 3, "outputTokens": 1}
+    assert result.message == Message("assistant", (text("hello"),))
+    assert result.finish == StopFinish()
+    assert result.usage == TokenUsage(3, 1)
     (request,) = server.requests
     assert (request.method, request.path) == ("POST", "/chat/completions")
     assert request.json["model"] == "deepseek-v4-flash"
@@ -107,12 +121,12 @@ async def test_streams_reasoning_and_tool_calls_over_http(root: Context, llm: Ll
     server.add(Reply([*events, Finish("tool_calls", Usage(20, 5, cached_tokens=8, reasoning_tokens=3))]))
     await load(root, apiKey=KEY, baseURL=server.base_url)
     result = await llm.generate(options())
-    assert result.message["content"] == [
-        {"type": "reasoning", "text": "weather?"},
-        {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'},
-    ]
-    assert result.finish == {"kind": "tool-calls"}
-    assert result.usage == {"inputTokens": 12, "outputTokens": 5, "cacheReadTokens": 8, "reasoningTokens": 3}
+    assert result.message.content == (
+        ReasoningBlock("weather?"),
+        ToolCallBlock(id="call_1", name="weather", arguments='{"city":"Paris"}'),
+    )
+    assert result.finish == ToolCallsFinish()
+    assert result.usage == TokenUsage(12, 5, cache_read_tokens=8, reasoning_tokens=3)
 
 
 @pytest.mark.parametrize(
@@ -353,7 +367,7 @@ async def test_adapter_is_constructible_directly_for_embedding(server: WireServe
     async with DeepSeekAdapter(KEY, server.base_url, thinking="enabled", reasoning_effort="max") as adapter:
         assert isinstance(adapter, LlmAdapter)
         chunks = await collect(adapter.stream(options()))
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "embedded"}
+    assert chunks[1] == TextDeltaChunk(index=0, text="embedded")
     assert server.requests[0].json["thinking"] == {"type": "enabled"}
     assert server.requests[0].json["reasoning_effort"] == "max"
     await server.wait_for_connections(0)  # leaving the block closed the adapter's own client
@@ -377,7 +391,7 @@ async def test_loads_from_a_yaml_tree_by_module_path(
     server.add(text_reply("from the tree"))
     await load_tree(root, tree)
     result = await root[LLM].generate(options("tree-model"))
-    assert result.message["content"] == [{"type": "text", "text": "from the tree"}]
+    assert result.message.content == (text("from the tree"),)
     assert server.requests[0].headers["authorization"] == "Bearer sk-tree"
 
 

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from dsh.adapters.deepseek import DeepSeekAdapter
-from dsh.core.llm import StreamChunk
+from dsh.core.llm import StreamChunk, TextDeltaChunk
 from dsh.kernel import AbortController, AbortError, aborted_signal
 from dsh.testing.wire import Reply, Silence, TextDelta, WireServer, text_reply
 from tests.adapters.deepseek.helpers import FakeResponse, collect, fake_session, kinds, options, source
@@ -98,7 +98,7 @@ async def test_cancelling_200_streams_in_a_row_leaves_no_open_connection_and_no_
             for round_number in range(200):
                 await CANCELS[round_number % len(CANCELS)](adapter)  # type: ignore[misc]
             chunks = await collect(adapter.stream(options()))
-            assert chunks[1] == {"type": "text-delta", "index": 0, "text": "still healthy"}
+            assert chunks[1] == TextDeltaChunk(index=0, text="still healthy")
         await server.wait_for_connections(0)
         assert server.total_connections == 201  # each cancelled stream dropped its connection
         assert len(server.requests) == 201

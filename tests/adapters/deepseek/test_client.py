@@ -17,7 +17,7 @@ import pytest
 import dsh.adapters.deepseek as deepseek
 from dsh.adapters.deepseek import DeepSeekAdapter
 from dsh.core.errors import LlmError
-from dsh.core.llm import LlmService
+from dsh.core.llm import LlmService, text
 from dsh.kernel import Context
 from dsh.testing.wire import WireServer, text_reply
 from tests.adapters.deepseek.helpers import collect, kinds, options
@@ -46,7 +46,7 @@ async def test_the_plugin_streams_through_one_pooled_connection_and_imports_aioh
     assert len(other_tasks()) <= 1  # the aiohttp import in a worker thread (done at once when already imported)
     for word in ("first", "again"):
         result = await llm.generate(options())
-        assert result.message["content"] == [{"type": "text", "text": word}]
+        assert result.message.content == (text(word),)
     assert server.total_connections == 1
     await fiber.dispose()
     await server.wait_for_connections(0)

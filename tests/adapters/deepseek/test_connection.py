@@ -18,7 +18,7 @@ import pytest
 
 from dsh.adapters.deepseek import DeepSeekAdapter
 from dsh.core.errors import LlmError
-from dsh.core.llm import StreamChunk
+from dsh.core.llm import BlockEndChunk, BlockStartChunk, FinishChunk, StopFinish, StreamChunk, TextBlock, TextDeltaChunk
 from dsh.kernel import AbortController, AbortError
 from dsh.testing.wire import Raw, RawBytes, RawResponse, Reply, TextDelta, WireServer, text_reply
 from tests.adapters.deepseek.helpers import FakeResponse, collect, fake_session, kinds, options, source
@@ -31,7 +31,7 @@ DONE_THEN_STALL = Reply([TextDelta("a"), Raw("[DONE]")], ending="stall")
 async def read_to_finish(stream: AsyncIterator[StreamChunk]) -> list[StreamChunk]:
     """Chunks up to and including ``finish``, leaving the stream open."""
     seen = [await anext(stream)]
-    while seen[-1]["type"] != "finish":
+    while type(seen[-1]) is not FinishChunk:
         seen.append(await anext(stream))
     return seen
 
@@ -41,7 +41,7 @@ async def test_sequential_streams_reuse_one_connection() -> None:
     async with WireServer([text_reply("hi")], repeat=True) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
         for _ in range(20):
             chunks = await collect(adapter.stream(options()))
-            assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+            assert chunks[-1] == FinishChunk(reason=StopFinish())
         assert server.total_connections == 1
         assert server.open_connections == 1  # idle in the pool, not leaked as active
         assert len(server.requests) == 20
@@ -52,7 +52,7 @@ async def test_150_sequential_calls_through_one_adapter_with_the_default_pool_al
     async with WireServer([text_reply("ok")], repeat=True) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
         for number in range(150):
             chunks = await collect(adapter.stream(options(prompt=f"call {number}")))
-            assert chunks[1] == {"type": "text-delta", "index": 0, "text": "ok"}
+            assert chunks[1] == TextDeltaChunk(index=0, text="ok")
         assert len(server.requests) == 150
         assert server.total_connections == 1
 
@@ -73,9 +73,9 @@ async def test_data_after_DONE_is_read_and_dropped_and_the_connection_is_reused(
     ):
         first = await collect(adapter.stream(options()))
         assert kinds(first) == ["block-start", "text-delta", "block-end", "finish"]
-        assert first[2]["block"] == {"type": "text", "text": "a"}  # type: ignore[typeddict-item]
+        assert first[2] == BlockEndChunk(index=0, block=TextBlock("a"))
         second = await collect(adapter.stream(options()))
-        assert second[1] == {"type": "text-delta", "index": 0, "text": "next"}
+        assert second[1] == TextDeltaChunk(index=0, text="next")
         assert server.total_connections == 1
 
 
@@ -88,7 +88,7 @@ async def test_a_body_that_does_not_end_after_DONE_is_dropped_after_the_drain_ti
         chunks = await collect(adapter.stream(options()))
         assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
         await server.wait_for_connections(0)  # the stalled connection was dropped, not pooled
-        assert (await collect(adapter.stream(options())))[1]["text"] == "fresh"  # type: ignore[typeddict-item]
+        assert (await collect(adapter.stream(options())))[1] == TextDeltaChunk(index=0, text="fresh")
         assert server.total_connections == 2
 
 
@@ -152,7 +152,7 @@ async def test_a_malformed_payload_fails_after_the_chunks_before_it_and_keeps_th
         assert caught.value.code == "MALFORMED_RESPONSE"
         assert str(caught.value) == "malformed SSE payload: {not json"
         assert kinds(seen) == ["block-start", "text-delta"]
-        assert (await collect(adapter.stream(options())))[1]["text"] == "again"  # type: ignore[typeddict-item]
+        assert (await collect(adapter.stream(options())))[1] == TextDeltaChunk(index=0, text="again")
         assert server.total_connections == 1
 
 
@@ -173,7 +173,7 @@ async def test_a_final_event_left_without_its_blank_line_is_delivered_before_STR
             async for chunk in adapter.stream(options()):
                 seen.append(chunk)
     assert caught.value.code == "STREAM_CLOSED"
-    assert [chunk.get("text") for chunk in seen] == [None, "a", "b"]
+    assert [getattr(chunk, "text", None) for chunk in seen] == [None, "a", "b"]
 
 
 async def test_events_and_characters_split_across_HTTP_chunks_are_reassembled() -> None:
@@ -183,7 +183,7 @@ async def test_events_and_characters_split_across_HTTP_chunks_are_reassembled() 
     reply = Reply([RawBytes(event[:cut]), RawBytes(event[cut:-1]), RawBytes(event[-1:])])
     async with WireServer([reply]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
         chunks = await collect(adapter.stream(options()))
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "héllo"}
+    assert chunks[1] == TextDeltaChunk(index=0, text="héllo")
 
 
 async def test_a_body_encoded_anyway_is_decoded() -> None:
@@ -193,8 +193,8 @@ async def test_a_body_encoded_anyway_is_decoded() -> None:
     answer = RawResponse(head + b"content-length: %d\r\n\r\n" % len(body) + body)
     async with WireServer([answer]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
         chunks = await collect(adapter.stream(options()))
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "zipped"}
-    assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+    assert chunks[1] == TextDeltaChunk(index=0, text="zipped")
+    assert chunks[-1] == FinishChunk(reason=StopFinish())
 
 
 async def test_an_abort_between_chunks_of_one_read_stops_the_stream_at_once() -> None:
@@ -202,7 +202,7 @@ async def test_an_abort_between_chunks_of_one_read_stops_the_stream_at_once() ->
     async with WireServer([text_reply("one read")]) as server, DeepSeekAdapter(KEY, server.base_url) as adapter:
         controller = AbortController()
         stream = adapter.stream(options(signal=controller.signal))
-        assert (await anext(stream))["type"] == "block-start"  # its text-delta came in the same batch
+        assert type(await anext(stream)) is BlockStartChunk  # its text-delta came in the same batch
         controller.abort("now")
         with pytest.raises(AbortError) as caught:
             await anext(stream)
@@ -237,7 +237,7 @@ async def test_a_piece_that_completes_no_event_waits_for_the_next() -> None:
     """a body piece inside an event yields nothing until the piece that ends it"""
     event = b'data: {"choices":[{"delta":{"content":"whole"}}]}\n\ndata: [DONE]\n\n'
     chunks = await stream_body(FakeResponse(source([event[:9], event[9:]])))
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "whole"}
+    assert chunks[1] == TextDeltaChunk(index=0, text="whole")
 
 
 async def test_an_unexpected_failure_while_draining_after_DONE_does_not_fail_the_stream() -> None:

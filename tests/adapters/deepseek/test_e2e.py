@@ -9,7 +9,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 import dsh.adapters.deepseek as deepseek
-from dsh.core.llm import LLM, ContentBlock, GenerateOptions, LlmService, Message, ToolSchema, text
+from dsh.core.llm import (
+    LLM,
+    GenerateOptions,
+    LlmService,
+    Message,
+    ReasoningBlock,
+    ToolCallBlock,
+    ToolCallsFinish,
+    ToolResultBlock,
+    ToolSchema,
+    text,
+    text_of,
+)
 from dsh.kernel import Context
 from tests.adapters.deepseek.helpers import collect, kinds
 
@@ -17,15 +29,15 @@ pytestmark = pytest.mark.e2e
 
 Connect = Callable[..., Awaitable[LlmService]]
 
-WEATHER: ToolSchema = {
-    "name": "get_weather",
-    "description": "Get the current weather for a city.",
-    "parameters": {
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Get the current weather for a city.",
+    parameters={
         "type": "object",
         "properties": {"city": {"type": "string", "description": "City name"}},
         "required": ["city"],
     },
-}
+)
 
 
 @pytest.fixture
@@ -45,26 +57,29 @@ async def connect() -> AsyncIterator[Connect]:
 
 
 def ask(model: str, prompt: str, **fields: object) -> GenerateOptions:
-    options = GenerateOptions(model=model, messages=[{"role": "user", "content": [text(prompt)]}], max_tokens=2048)
+    options = GenerateOptions(model=model, messages=[Message("user", (text(prompt),))], max_tokens=2048)
     for key, value in fields.items():
         setattr(options, key, value)
     return options
 
 
-def of_type(blocks: list[ContentBlock], block_type: str) -> list[ContentBlock]:
-    return [block for block in blocks if block["type"] == block_type]
+def reasoning_of(message: Message) -> list[ReasoningBlock]:
+    return [block for block in message.content if type(block) is ReasoningBlock]
+
+
+def calls_of(message: Message) -> list[ToolCallBlock]:
+    return [block for block in message.content if type(block) is ToolCallBlock]
 
 
 async def test_flash_plus_thinking_disabled_plain_text_generation(connect: Connect) -> None:
     """flash + thinking disabled: plain text generation"""
     llm = await connect(thinking="disabled")
     result = await llm.generate(ask("deepseek-v4-flash", "Reply with exactly the word: pong"))
-    answer = "".join(block["text"] for block in of_type(result.message["content"], "text"))  # type: ignore[typeddict-item]
-    assert "pong" in answer.lower()
-    assert of_type(result.message["content"], "reasoning") == []
+    assert "pong" in text_of(result.message.content).lower()
+    assert reasoning_of(result.message) == []
     assert result.usage is not None
-    assert result.usage["inputTokens"] + result.usage.get("cacheReadTokens", 0) > 0
-    assert result.usage["outputTokens"] > 0
+    assert result.usage.input_tokens + (result.usage.cache_read_tokens or 0) > 0
+    assert result.usage.output_tokens > 0
 
 
 async def test_flash_plus_thinking_enabled_effort_high_reasoning_blocks_plus_reasoning_tokens(
@@ -73,9 +88,9 @@ async def test_flash_plus_thinking_enabled_effort_high_reasoning_blocks_plus_rea
     """flash + thinking enabled (effort high): reasoning blocks + reasoning tokens"""
     llm = await connect(thinking="enabled", reasoningEffort="high")
     result = await llm.generate(ask("deepseek-v4-flash", "What is 17 * 23? Answer with the number only."))
-    assert of_type(result.message["content"], "reasoning") != []
+    assert reasoning_of(result.message) != []
     assert result.usage is not None
-    assert result.usage.get("reasoningTokens", 0) > 0
+    assert (result.usage.reasoning_tokens or 0) > 0
 
 
 @pytest.mark.parametrize("effort", ["high", "max"])
@@ -87,22 +102,19 @@ async def test_pro_plus_thinking_enabled_effort_tool_call_round_trip_with_reason
     first = await llm.generate(
         ask("deepseek-v4-pro", "What is the weather in Paris right now? Use the tool.", tools=[WEATHER])
     )
-    assert first.finish == {"kind": "tool-calls"}
-    calls = of_type(first.message["content"], "tool-call")
+    assert first.finish == ToolCallsFinish()
+    calls = calls_of(first.message)
     assert calls != []
     call = calls[0]
-    assert call["name"] == "get_weather"  # type: ignore[typeddict-item]
-    assert "paris" in json.loads(call["arguments"])["city"].lower()  # type: ignore[typeddict-item]
+    assert call.name == "get_weather"
+    assert "paris" in json.loads(call.arguments)["city"].lower()
     history: list[Message] = [
-        {"role": "user", "content": [text("What is the weather in Paris right now? Use the tool.")]},
+        Message("user", (text("What is the weather in Paris right now? Use the tool."),)),
         first.message,
-        {
-            "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": call["id"], "content": [text("sunny, 21C")]}],  # type: ignore[typeddict-item]
-        },
+        Message("user", (ToolResultBlock(tool_call_id=call.id, content=(text("sunny, 21C"),)),)),
     ]
     second = await llm.generate(GenerateOptions(model="deepseek-v4-pro", messages=history, tools=[WEATHER]))
-    answer = "".join(block["text"] for block in of_type(second.message["content"], "text"))  # type: ignore[typeddict-item]
+    answer = text_of(second.message.content)
     assert "21" in answer or "sunny" in answer.lower()
 
 
@@ -110,8 +122,8 @@ async def test_pro_plus_thinking_disabled_plain_generation_without_reasoning_blo
     """pro + thinking disabled: plain generation without reasoning blocks"""
     llm = await connect(thinking="disabled")
     result = await llm.generate(ask("deepseek-v4-pro", "Say hello in one word."))
-    assert of_type(result.message["content"], "reasoning") == []
-    assert of_type(result.message["content"], "text") != []
+    assert reasoning_of(result.message) == []
+    assert text_of(result.message.content) != ""
 
 
 async def test_streams_raw_chunks_in_protocol_order(connect: Connect) -> None:

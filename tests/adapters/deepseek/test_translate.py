@@ -9,7 +9,7 @@ import pytest
 
 from dsh.adapters.deepseek import DONE, StreamTranslator, map_finish_reason, map_usage, translate
 from dsh.core.errors import LlmError
-from dsh.core.llm import BlockAssembler, StreamChunk
+from dsh.core.llm import BlockAssembler, Message, StopFinish, StreamChunk, TextBlock, to_json
 from tests.adapters.deepseek.helpers import collect, kinds, source
 
 
@@ -34,8 +34,13 @@ def call(index: int, arguments: str | None, call_id: str | None = None, name: st
     return entry
 
 
-async def run(*payloads: str) -> list[StreamChunk]:
+async def run_typed(*payloads: str) -> list[StreamChunk]:
     return await collect(translate(source(payloads)))
+
+
+async def run(*payloads: str) -> list[Any]:
+    """The chunks of ``payloads`` in their JSON form."""
+    return to_json(await run_typed(*payloads))  # type: ignore[no-any-return]
 
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
@@ -63,13 +68,13 @@ async def test_streams_a_text_block_and_defers_finish_to_DONE() -> None:
 async def test_assembles_into_the_message_BlockAssembler_expects() -> None:
     """translate: text / assembles into the message BlockAssembler expects"""
     assembler = BlockAssembler()
-    for item in await run(
+    for item in await run_typed(
         chunk({"role": "assistant", "content": ""}), chunk({"content": "hi"}), chunk({}, "stop"), DONE
     ):
         assembler.push(item)
     result = assembler.result()
-    assert result.message == {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}
-    assert result.finish == {"kind": "stop"}
+    assert result.message == Message("assistant", (TextBlock("hi"),))
+    assert result.finish == StopFinish()
     assert result.usage is None
 
 
@@ -238,7 +243,7 @@ async def test_throws_STREAM_CLOSED_when_the_payload_source_ends_without_DONE() 
 )
 def test_maps_reason(reason: str, expected: dict[str, str]) -> None:
     """mapFinishReason / maps %s"""
-    assert map_finish_reason(reason) == expected
+    assert to_json(map_finish_reason(reason)) == expected
 
 
 @pytest.mark.parametrize(
@@ -251,7 +256,7 @@ def test_maps_reason(reason: str, expected: dict[str, str]) -> None:
 )
 def test_maps_reason_to_an_error_kind_with_the_wire_code(reason: str, code: str) -> None:
     """mapFinishReason / maps %s to an error kind with the wire code"""
-    assert map_finish_reason(reason) == {"kind": "error", "message": f"model stopped: {reason}", "code": code}
+    assert to_json(map_finish_reason(reason)) == {"kind": "error", "message": f"model stopped: {reason}", "code": code}
 
 
 async def test_an_unknown_finish_reason_ends_the_stream_in_band() -> None:
@@ -275,26 +280,28 @@ def test_maps_the_full_live_capture_shape() -> None:
         "prompt_cache_hit_tokens": 256,
         "prompt_cache_miss_tokens": 27,
     }
-    mapped = map_usage(wire)
+    mapped = to_json(map_usage(wire))
     assert mapped == {"inputTokens": 27, "outputTokens": 30, "cacheReadTokens": 256, "reasoningTokens": 24}
     assert list(mapped) == ["inputTokens", "outputTokens", "cacheReadTokens", "reasoningTokens"]
 
 
 def test_falls_back_to_prompt_cache_hit_tokens_when_details_are_absent() -> None:
     """mapUsage / falls back to prompt_cache_hit_tokens when details are absent"""
-    assert map_usage({"prompt_tokens": 100, "completion_tokens": 7, "prompt_cache_hit_tokens": 64}) == {
+    assert to_json(map_usage({"prompt_tokens": 100, "completion_tokens": 7, "prompt_cache_hit_tokens": 64})) == {
         "inputTokens": 36,
         "outputTokens": 7,
         "cacheReadTokens": 64,
     }
-    zero = map_usage({"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}})
+    zero = to_json(
+        map_usage({"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 0}})
+    )
     assert zero == {"inputTokens": 5, "outputTokens": 1, "cacheReadTokens": 0}
 
 
 def test_omits_optional_fields_when_the_wire_omits_them() -> None:
     """mapUsage / omits optional fields when the wire omits them"""
-    assert map_usage({"prompt_tokens": 3, "completion_tokens": 1}) == {"inputTokens": 3, "outputTokens": 1}
-    assert map_usage({"prompt_tokens_details": None, "completion_tokens_details": {}}) == {
+    assert to_json(map_usage({"prompt_tokens": 3, "completion_tokens": 1})) == {"inputTokens": 3, "outputTokens": 1}
+    assert to_json(map_usage({"prompt_tokens_details": None, "completion_tokens_details": {}})) == {
         "inputTokens": 0,
         "outputTokens": 0,
     }

@@ -24,7 +24,7 @@ import pytest
 import dsh.adapters.deepseek as deepseek
 from dsh.adapters.deepseek import DeepSeekAdapter
 from dsh.core.errors import LlmError
-from dsh.core.llm import LlmService, StreamChunk
+from dsh.core.llm import FinishChunk, LlmService, StopFinish, StreamChunk, TextDeltaChunk, text
 from dsh.kernel import Context
 from dsh.testing.wire import Reply, TextDelta, WireServer, text_reply
 from tests.adapters.deepseek.helpers import collect, kinds, options
@@ -125,7 +125,7 @@ async def test_a_content_length_body_streams() -> None:
         async with DeepSeekAdapter(KEY, f"http://127.0.0.1:{server.port}") as adapter:
             for _ in range(2):
                 chunks = await collect(adapter.stream(options()))
-                assert chunks[1] == {"type": "text-delta", "index": 0, "text": "over the wire"}
+                assert chunks[1] == TextDeltaChunk(index=0, text="over the wire")
         assert server.total_connections == 1
         assert server.requests[0].startswith(b"POST /chat/completions HTTP/1.1\r\n")
 
@@ -138,8 +138,8 @@ async def test_a_chunked_body_split_inside_an_event_streams() -> None:
         adapter = DeepSeekAdapter(KEY, f"http://127.0.0.1:{server.port}")
         async with adapter:
             chunks = await collect(adapter.stream(options()))
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "over the wire"}
-    assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+    assert chunks[1] == TextDeltaChunk(index=0, text="over the wire")
+    assert chunks[-1] == FinishChunk(reason=StopFinish())
 
 
 async def test_a_gzip_encoded_chunked_stream_is_decoded() -> None:
@@ -151,7 +151,7 @@ async def test_a_gzip_encoded_chunked_stream_is_decoded() -> None:
         async with DeepSeekAdapter(KEY, f"http://127.0.0.1:{server.port}") as adapter:
             for _ in range(2):
                 chunks = await collect(adapter.stream(options()))
-                assert chunks[1] == {"type": "text-delta", "index": 0, "text": "over the wire"}
+                assert chunks[1] == TextDeltaChunk(index=0, text="over the wire")
         assert server.total_connections == 1
 
 
@@ -168,7 +168,7 @@ async def test_a_server_closing_mid_stream_is_STREAM_CLOSED_and_the_next_call_co
         assert caught.value.code == "STREAM_CLOSED"
         assert isinstance(caught.value.__cause__, aiohttp.ClientPayloadError)
         assert kinds(seen) == ["block-start", "text-delta"]
-        assert (await collect(adapter.stream(options())))[1]["text"] == "fresh"  # type: ignore[typeddict-item]
+        assert (await collect(adapter.stream(options())))[1] == TextDeltaChunk(index=0, text="fresh")
     assert server.total_connections == 2
 
 
@@ -245,11 +245,11 @@ async def test_HTTP_PROXY_from_the_environment_carries_the_streams(
         proxy_env.setenv("HTTP_PROXY", proxy.url)
         async with DeepSeekAdapter(KEY, server.base_url) as adapter:
             for word in ("proxied", "again"):
-                assert (await collect(adapter.stream(options())))[1]["text"] == word  # type: ignore[typeddict-item]
+                assert (await collect(adapter.stream(options())))[1] == TextDeltaChunk(index=0, text=word)
         assert proxy.request_lines == [f"POST {server.base_url}/chat/completions HTTP/1.1".encode()]
         proxy_env.setenv("NO_PROXY", "127.0.0.1")
         async with DeepSeekAdapter(KEY, server.base_url) as adapter:
-            assert (await collect(adapter.stream(options())))[1]["text"] == "direct"  # type: ignore[typeddict-item]
+            assert (await collect(adapter.stream(options())))[1] == TextDeltaChunk(index=0, text="direct")
         assert len(proxy.request_lines) == 1
 
 
@@ -261,7 +261,7 @@ async def test_credentials_in_the_proxy_URL_are_sent_to_the_proxy_only(
     async with ForwardProxy() as proxy:
         proxy_env.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://dsh:s3cret@"))
         async with DeepSeekAdapter(KEY, server.base_url) as adapter:
-            assert (await collect(adapter.stream(options())))[1]["text"] == "authorized"  # type: ignore[typeddict-item]
+            assert (await collect(adapter.stream(options())))[1] == TextDeltaChunk(index=0, text="authorized")
     assert b"proxy-authorization: basic zhnoonmzy3jlda==\r\n" in proxy.heads[0].lower()  # dsh:s3cret
     assert "proxy-authorization" not in server.requests[0].headers
 
@@ -320,7 +320,7 @@ async def test_TLS_with_a_throwaway_certificate_trusted_through_SSL_CERT_FILE(
         fiber = await root.plugin(deepseek, {"apiKey": KEY, "baseURL": f"https://127.0.0.1:{server.port}"})
         for _ in range(2):
             result = await llm.generate(options())
-            assert result.message["content"] == [{"type": "text", "text": "over the wire"}]
+            assert result.message.content == (text("over the wire"),)
         await fiber.dispose()
     assert server.total_connections == 1
 
@@ -339,7 +339,7 @@ async def test_TLS_through_a_CONNECT_tunnel_from_HTTPS_PROXY(
             chunks = await collect(adapter.stream(options()))
     assert b"proxy-authorization: basic zhnoonmzy3jlda==\r\n" in proxy.heads[0].lower()  # dsh:s3cret
     assert b"proxy-authorization" not in server.requests[0].lower()
-    assert chunks[1] == {"type": "text-delta", "index": 0, "text": "over the wire"}
+    assert chunks[1] == TextDeltaChunk(index=0, text="over the wire")
     assert proxy.request_lines == [f"CONNECT 127.0.0.1:{server.port} HTTP/1.1".encode()]
 
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from openai.types.chat import ChatCompletionChunk
 
-from dsh.core.llm import GenerateOptions, Message, StreamChunk, text
+from dsh.core.llm import GenerateOptions, Message, StreamChunk, text, to_json
 
 T = TypeVar("T")
 
@@ -19,7 +19,7 @@ async def collect(stream: AsyncIterable[T]) -> list[T]:
 
 
 def user(content: str) -> Message:
-    return {"role": "user", "content": [text(content)]}
+    return Message("user", (text(content),))
 
 
 def options(model: str = "deepseek-v4-flash", prompt: str = "hi", **fields: Any) -> GenerateOptions:
@@ -30,8 +30,9 @@ def options(model: str = "deepseek-v4-flash", prompt: str = "hi", **fields: Any)
     return opts
 
 
-def kinds(chunks: Iterable[StreamChunk]) -> list[str]:
-    return [chunk["type"] for chunk in chunks]
+def kinds(chunks: Iterable[StreamChunk | dict[str, Any]]) -> list[str]:
+    """The ``type`` of each chunk (typed, or in its JSON form)."""
+    return [to_json(chunk)["type"] for chunk in chunks]
 
 
 def sdk_chunk(*choices: dict[str, Any], usage: dict[str, Any] | None = None) -> ChatCompletionChunk:

@@ -17,7 +17,17 @@ import pytest
 import dsh.adapters.openai as llm_openai
 from dsh.adapters.openai import OpenAIAdapter
 from dsh.core.errors import LlmError
-from dsh.core.llm import ContentBlock, LlmService, Message, StreamChunk, ToolSchema, text
+from dsh.core.llm import (
+    FinishChunk,
+    LlmService,
+    Message,
+    StreamChunk,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+    text,
+    to_json,
+)
 from dsh.kernel import Context
 from dsh.testing.wire import (
     Finish,
@@ -37,11 +47,11 @@ from dsh.testing.wire import (
 )
 from tests.adapters.openai.helpers import KEY, collect, kinds, options
 
-WEATHER: ToolSchema = {
-    "name": "weather",
-    "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
+WEATHER = ToolSchema(
+    name="weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
 
 
 async def load(root: Context, server: WireServer, **config: object) -> OpenAIAdapter:
@@ -52,11 +62,12 @@ async def load(root: Context, server: WireServer, **config: object) -> OpenAIAda
     return adapter
 
 
-async def finish_of(llm: LlmService, **fields: Any) -> tuple[list[StreamChunk], dict[str, object]]:
+async def finish_of(llm: LlmService, **fields: Any) -> tuple[list[StreamChunk], dict[str, Any]]:
+    """The chunks of one call and its finish reason in JSON form."""
     chunks = await collect(llm.stream(options(**fields)))
     last = chunks[-1]
-    assert last["type"] == "finish"
-    return chunks, dict(last["reason"])
+    assert type(last) is FinishChunk
+    return chunks, to_json(last.reason)
 
 
 @contextmanager
@@ -75,9 +86,9 @@ async def test_streams_a_text_generation_through_ctx_llm_generate(
     server.add(text_reply("hel", "lo", usage=Usage(3, 1)))
     await load(root, server)
     result = await llm.generate(options("deepseek-v4-flash", "say hello"))
-    assert result.message == {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}
-    assert result.finish == {"kind": "stop"}
-    assert result.usage == {"inputTokens": 3, "outputTokens": 1}
+    assert to_json(result.message) == {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}
+    assert to_json(result.finish) == {"kind": "stop"}
+    assert to_json(result.usage) == {"inputTokens": 3, "outputTokens": 1}
     (request,) = server.requests
     assert (request.method, request.path) == ("POST", "/chat/completions")
     assert request.headers["authorization"] == f"Bearer {KEY}"
@@ -103,10 +114,10 @@ async def test_streams_tool_calls_with_re_stringified_arguments(
     server.add(Reply(events))
     await load(root, server)
     result = await llm.generate(options(tools=[WEATHER]))
-    assert result.message["content"] == [
+    assert to_json(result.message.content) == [
         {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'}
     ]
-    assert result.finish == {"kind": "tool-calls"}
+    assert to_json(result.finish) == {"kind": "tool-calls"}
 
 
 async def test_maps_reasoning_content_streams_to_reasoning_blocks(
@@ -116,8 +127,8 @@ async def test_maps_reasoning_content_streams_to_reasoning_blocks(
     server.add(text_reply("4", reasoning=["2+2", " is 4"], usage=Usage(20, 6, cached_tokens=16, reasoning_tokens=4)))
     await load(root, server)
     result = await llm.generate(options())
-    assert result.message["content"] == [{"type": "reasoning", "text": "2+2 is 4"}, {"type": "text", "text": "4"}]
-    assert result.usage == {"inputTokens": 4, "outputTokens": 6, "cacheReadTokens": 16}
+    assert to_json(result.message.content) == [{"type": "reasoning", "text": "2+2 is 4"}, {"type": "text", "text": "4"}]
+    assert to_json(result.usage) == {"inputTokens": 4, "outputTokens": 6, "cacheReadTokens": 16}
 
 
 async def test_sends_DeepSeek_thinking_fields_when_reasoning_is_configured(
@@ -162,9 +173,9 @@ async def test_preserves_per_tool_strict_exactly_through_onPayload(
     server.add(text_reply("a"))
     await load(root, server)
     tools: list[ToolSchema] = [
-        {**WEATHER, "name": "strict_true", "strict": True},
-        {**WEATHER, "name": "strict_false", "strict": False},
-        {**WEATHER, "name": "strict_absent"},
+        ToolSchema("strict_true", WEATHER.description, WEATHER.parameters, strict=True),
+        ToolSchema("strict_false", WEATHER.description, WEATHER.parameters, strict=False),
+        ToolSchema("strict_absent", WEATHER.description, WEATHER.parameters),
     ]
     await llm.generate(options(tools=tools))
     functions = [tool["function"] for tool in server.requests[0].json["tools"]]
@@ -174,8 +185,8 @@ async def test_preserves_per_tool_strict_exactly_through_onPayload(
     assert "strict" not in functions[2]
     assert functions[2] == {
         "name": "strict_absent",
-        "description": WEATHER["description"],
-        "parameters": WEATHER["parameters"],
+        "description": WEATHER.description,
+        "parameters": WEATHER.parameters,
     }
 
 
@@ -185,11 +196,11 @@ async def test_preserves_raw_replayed_tool_call_arguments_in_the_provider_payloa
     """PiAiAdapter against a mock server / preserves raw replayed tool-call arguments in the provider payload"""
     server.add(text_reply("ok"))
     await load(root, server)
-    broken: ContentBlock = {"type": "tool-call", "id": "call_x", "name": "weather", "arguments": "{broken"}
+    broken = ToolCallBlock(id="call_x", name="weather", arguments="{broken")
     history: list[Message] = [
-        {"role": "user", "content": [text("go")]},
-        {"role": "assistant", "content": [broken]},
-        {"role": "user", "content": [{"type": "tool-result", "toolCallId": "call_x", "content": [text("err")]}]},
+        Message("user", (text("go"),)),
+        Message("assistant", (broken,)),
+        Message("user", (ToolResultBlock(tool_call_id="call_x", content=(text("err"),)),)),
     ]
     await llm.generate(options(messages=history))
     messages = server.requests[0].json["messages"]
@@ -213,8 +224,9 @@ async def test_maps_HTTP_errors_to_error_finish_chunks_pi_ai_in_stream_style(
 
 
 async def generate_failure(llm: LlmService, server: WireServer, entry: object) -> object:
+    """The finish reason (JSON form) of one generate call answered by ``entry``."""
     server.add(entry)  # type: ignore[arg-type]
-    return (await llm.generate(options())).finish
+    return to_json((await llm.generate(options())).finish)
 
 
 @pytest.mark.parametrize(
@@ -297,12 +309,12 @@ async def test_a_stream_that_ends_without_a_finish_reason_finishes_with_STREAM_C
     await load(root, server)
     for expected in ("x", "y"):
         result = await llm.generate(options())
-        assert result.finish == {
+        assert to_json(result.finish) == {
             "kind": "error",
             "message": "the provider's stream ended without a finish_reason",
             "code": "STREAM_CLOSED",
         }
-        assert result.message["content"] == [{"type": "text", "text": expected}]
+        assert to_json(result.message.content) == [{"type": "text", "text": expected}]
 
 
 async def test_a_malformed_payload_finishes_with_MALFORMED_RESPONSE(
@@ -371,7 +383,7 @@ async def test_garbage_field_types_count_as_absent(root: Context, llm: LlmServic
     server.add(Reply(garbage))
     await load(root, server)
     chunks = await collect(llm.stream(options()))
-    assert chunks == [
+    assert to_json(chunks) == [
         {"type": "block-start", "index": 0, "blockType": "tool-call"},
         {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": ""},
         {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": ""},
@@ -411,7 +423,7 @@ async def test_reasoning_and_text_interleave_with_tool_calls_by_first_appearance
     server.add(Reply(events))
     await load(root, server)
     result = await llm.generate(options())
-    assert result.message["content"] == [
+    assert to_json(result.message.content) == [
         {"type": "reasoning", "text": "plan"},
         {"type": "text", "text": "Checking both."},
         {"type": "tool-call", "id": "call_b", "name": "time", "arguments": "{}"},
@@ -425,7 +437,7 @@ async def test_a_request_the_SDK_cannot_encode_finishes_in_band_without_sending(
 ) -> None:
     """a tool schema holding a non-JSON value fails in band (code UNKNOWN, the encoder's message); nothing is sent"""
     await load(root, server)
-    bad: ToolSchema = {"name": "t", "description": "d", "parameters": {"default": object()}}
+    bad = ToolSchema(name="t", description="d", parameters={"default": object()})
     _, reason = await finish_of(llm, tools=[bad])
     assert reason == {"kind": "error", "message": "Object of type object is not JSON serializable", "code": "UNKNOWN"}
     assert server.requests == []

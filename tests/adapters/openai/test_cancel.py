@@ -15,13 +15,13 @@ import openai
 import pytest
 
 from dsh.adapters.openai import OpenAIAdapter
-from dsh.core.llm import StreamChunk
+from dsh.core.llm import AbortedFinish, FinishChunk, StopFinish, StreamChunk, TextDeltaChunk, to_json
 from dsh.kernel import AbortController, aborted_signal
 from dsh.testing.wire import Reply, Silence, TextDelta, Usage, WireServer, text_reply
 from tests.adapters.openai.helpers import KEY, collect, kinds, options
 
 STALL = Reply([TextDelta("partial")], ending="stall")
-ABORTED: StreamChunk = {"type": "finish", "reason": {"kind": "aborted"}}
+ABORTED: StreamChunk = FinishChunk(reason=AbortedFinish())
 
 
 def one_connection_client(base_url: str) -> openai.AsyncOpenAI:
@@ -73,7 +73,7 @@ async def test_propagates_a_mid_stream_caller_abort_to_the_upstream_request(serv
         controller.abort("user pressed stop")
         await server.wait_for_connections(0)  # closed at once, before the consumer reads on
         rest = [await pending, *await collect(stream)]
-    assert rest == [{"type": "usage", "usage": {"inputTokens": 7, "outputTokens": 1}}, ABORTED]
+    assert to_json(rest) == [{"type": "usage", "usage": {"inputTokens": 7, "outputTokens": 1}}, to_json(ABORTED)]
 
 
 async def test_an_abort_while_waiting_for_the_answer_interrupts_the_request(server: WireServer) -> None:
@@ -184,8 +184,8 @@ async def test_cancelling_200_streams_in_a_row_leaves_no_open_connection_and_no_
             for round_number in range(200):
                 await CANCELS[round_number % len(CANCELS)](adapter)
             chunks = await collect(adapter.stream(options()))
-            assert chunks[1] == {"type": "text-delta", "index": 0, "text": "still healthy"}
-            assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+            assert chunks[1] == TextDeltaChunk(index=0, text="still healthy")
+            assert chunks[-1] == FinishChunk(reason=StopFinish())
         await server.wait_for_connections(0)
         assert server.total_connections == 201  # each cancelled stream dropped its connection
         assert len(server.requests) == 201

@@ -17,14 +17,20 @@ import dsh.adapters.openai as llm_openai
 from dsh.core.llm import (
     LLM,
     BlockAssembler,
-    ContentBlock,
     GenerateOptions,
     GenerateResult,
     LlmService,
     Message,
+    ReasoningBlock,
+    StopFinish,
     StreamChunk,
+    ToolCallBlock,
+    ToolCallsFinish,
+    ToolResultBlock,
     ToolSchema,
     text,
+    text_of,
+    variant_tag,
 )
 from dsh.kernel import Context
 
@@ -32,15 +38,15 @@ pytestmark = pytest.mark.e2e
 
 Connect = Callable[..., Awaitable[LlmService]]
 
-WEATHER: ToolSchema = {
-    "name": "get_weather",
-    "description": "Get the current weather for a city.",
-    "parameters": {
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Get the current weather for a city.",
+    parameters={
         "type": "object",
         "properties": {"city": {"type": "string", "description": "City name"}},
         "required": ["city"],
     },
-}
+)
 
 
 @pytest.fixture
@@ -60,18 +66,18 @@ async def connect() -> AsyncIterator[Connect]:
 
 
 def ask(model: str, prompt: str, **fields: object) -> GenerateOptions:
-    options = GenerateOptions(model=model, messages=[{"role": "user", "content": [text(prompt)]}], max_tokens=2048)
+    options = GenerateOptions(model=model, messages=[Message("user", (text(prompt),))], max_tokens=2048)
     for key, value in fields.items():
         setattr(options, key, value)
     return options
 
 
-def of_type(blocks: list[ContentBlock], block_type: str) -> list[ContentBlock]:
-    return [block for block in blocks if block["type"] == block_type]
+def reasoning_of(message: Message) -> list[ReasoningBlock]:
+    return [block for block in message.content if type(block) is ReasoningBlock]
 
 
-def answer(blocks: list[ContentBlock]) -> str:
-    return "".join(block["text"] for block in of_type(blocks, "text"))  # type: ignore[typeddict-item]
+def calls_of(message: Message) -> list[ToolCallBlock]:
+    return [block for block in message.content if type(block) is ToolCallBlock]
 
 
 @pytest.mark.parametrize("model", ["deepseek-v4-flash", "deepseek-v4-pro"])
@@ -79,12 +85,12 @@ async def test_model_plus_reasoning_off_plain_text_generation(connect: Connect, 
     """%s + reasoning off: plain text generation"""
     llm = await connect(reasoning="off")
     result = await llm.generate(ask(model, "Reply with exactly the word: pong"))
-    assert result.finish == {"kind": "stop"}
-    assert "pong" in answer(result.message["content"]).lower()
-    assert of_type(result.message["content"], "reasoning") == []
+    assert result.finish == StopFinish()
+    assert "pong" in text_of(result.message.content).lower()
+    assert reasoning_of(result.message) == []
     assert result.usage is not None
-    assert result.usage["inputTokens"] + result.usage.get("cacheReadTokens", 0) > 0
-    assert result.usage["outputTokens"] > 0
+    assert result.usage.input_tokens + (result.usage.cache_read_tokens or 0) > 0
+    assert result.usage.output_tokens > 0
 
 
 @pytest.mark.parametrize("model", ["deepseek-v4-flash", "deepseek-v4-pro"])
@@ -92,8 +98,8 @@ async def test_model_plus_reasoning_high_reasoning_blocks_present(connect: Conne
     """%s + reasoning high: reasoning blocks present"""
     llm = await connect(reasoning="high")
     result = await llm.generate(ask(model, "What is 17 * 23? Answer with the number only."))
-    assert of_type(result.message["content"], "reasoning") != []
-    assert "391" in answer(result.message["content"])
+    assert reasoning_of(result.message) != []
+    assert "391" in text_of(result.message.content)
 
 
 async def test_pro_plus_reasoning_xhigh_wire_max_tool_call_round_trip(connect: Connect) -> None:
@@ -101,23 +107,20 @@ async def test_pro_plus_reasoning_xhigh_wire_max_tool_call_round_trip(connect: C
     llm = await connect(reasoning="xhigh")
     prompt = "What is the weather in Paris right now? Use the tool."
     first = await llm.generate(ask("deepseek-v4-pro", prompt, tools=[WEATHER]))
-    assert first.finish == {"kind": "tool-calls"}
-    calls = of_type(first.message["content"], "tool-call")
+    assert first.finish == ToolCallsFinish()
+    calls = calls_of(first.message)
     assert calls != []
     call = calls[0]
-    assert call["name"] == "get_weather"  # type: ignore[typeddict-item]
-    assert "paris" in json.loads(call["arguments"])["city"].lower()  # type: ignore[typeddict-item]
+    assert call.name == "get_weather"
+    assert "paris" in json.loads(call.arguments)["city"].lower()
     history: list[Message] = [
-        {"role": "user", "content": [text(prompt)]},
+        Message("user", (text(prompt),)),
         first.message,  # its reasoning is passed back with the tool call
-        {
-            "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": call["id"], "content": [text("sunny, 21C")]}],  # type: ignore[typeddict-item]
-        },
+        Message("user", (ToolResultBlock(tool_call_id=call.id, content=(text("sunny, 21C"),)),)),
     ]
     second = await llm.generate(GenerateOptions(model="deepseek-v4-pro", messages=history, tools=[WEATHER]))
-    assert second.finish == {"kind": "stop"}
-    reply = answer(second.message["content"])
+    assert second.finish == StopFinish()
+    reply = text_of(second.message.content)
     assert "21" in reply or "sunny" in reply.lower()
 
 
@@ -132,10 +135,10 @@ async def test_produces_the_same_block_structure_as_llm_deepseek_for_the_same_pr
     ):
         ours = await assemble(twin.stream(options))
         theirs = await assemble(reference.stream(options))
-    assert [block["type"] for block in ours.message["content"]] == [
-        block["type"] for block in theirs.message["content"]
+    assert [variant_tag(block) for block in ours.message.content] == [
+        variant_tag(block) for block in theirs.message.content
     ]
-    assert ours.finish == {"kind": "stop"}
+    assert ours.finish == StopFinish()
     assert theirs.finish == ours.finish
     assert ours.usage is not None
     assert theirs.usage is not None

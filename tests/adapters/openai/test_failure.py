@@ -14,6 +14,7 @@ import pytest
 
 from dsh.adapters.openai import other_failure, request_failure, status_error_code, stream_failure
 from dsh.core.errors import LlmError
+from dsh.core.llm import to_json
 
 REQUEST = httpx2.Request("POST", "http://provider.test/v1/chat/completions")
 
@@ -45,28 +46,32 @@ def test_maps_routable_HTTP_ish_error_messages_to_stable_codes(
     """mapStopReason / mapUsage / maps routable HTTP-ish error messages to stable codes"""
     error = status_error(cls, status)
     assert status_error_code(error) == code
-    assert request_failure(error) == {"kind": "error", "message": f"said {status}", "code": code}
+    assert to_json(request_failure(error)) == {"kind": "error", "message": f"said {status}", "code": code}
 
 
 def test_connection_failures_without_a_cause_keep_the_sdk_message() -> None:
     """a connection error the SDK raised without an underlying exception still names the URL (or says it broke off)"""
     error = openai.APIConnectionError(request=REQUEST)
-    assert request_failure(error) == {
+    assert to_json(request_failure(error)) == {
         "kind": "error",
         "message": "request to http://provider.test/v1/chat/completions failed: Connection error. "
         "(check baseURL / $DEEPSEEK_BASE_URL and the network)",
         "code": "NETWORK",
     }
-    assert stream_failure(error) == {
+    assert to_json(stream_failure(error)) == {
         "kind": "error",
         "message": "the provider's stream broke off",
         "code": "STREAM_CLOSED",
     }
-    assert request_failure(openai.APITimeoutError(REQUEST))["code"] == "NETWORK"
+    assert request_failure(openai.APITimeoutError(REQUEST)).code == "NETWORK"
 
 
 def test_unexpected_exceptions_keep_their_message_and_code() -> None:
     """anything else becomes an error finish with its message and its code, UNKNOWN without one"""
-    assert stream_failure(RuntimeError("bug")) == {"kind": "error", "message": "bug", "code": "UNKNOWN"}
-    assert request_failure(LlmError("nope", "CUSTOM")) == {"kind": "error", "message": "nope", "code": "CUSTOM"}
-    assert other_failure(KeyError()) == {"kind": "error", "message": "KeyError", "code": "UNKNOWN"}
+    assert to_json(stream_failure(RuntimeError("bug"))) == {"kind": "error", "message": "bug", "code": "UNKNOWN"}
+    assert to_json(request_failure(LlmError("nope", "CUSTOM"))) == {
+        "kind": "error",
+        "message": "nope",
+        "code": "CUSTOM",
+    }
+    assert to_json(other_failure(KeyError())) == {"kind": "error", "message": "KeyError", "code": "UNKNOWN"}

@@ -12,7 +12,16 @@ import pytest
 import dsh.adapters.openai as llm_openai
 from dsh.adapters.openai import DEFAULT_MODELS, PUBLIC_BASE_URL, Config, OpenAIAdapter
 from dsh.core.errors import LlmError
-from dsh.core.llm import LLM_ADAPTER_CHANGE, LlmService
+from dsh.core.llm import (
+    LLM_ADAPTER_CHANGE,
+    AbortedFinish,
+    BlockStartChunk,
+    FinishChunk,
+    LlmService,
+    TextDeltaChunk,
+    parse_message,
+    text,
+)
 from dsh.kernel import AbortController, ConfigError, Context, FiberState
 from dsh.testing.wire import Reply, TextDelta, WireServer, text_reply
 from tests.adapters.openai.helpers import KEY, collect, options
@@ -68,7 +77,7 @@ async def test_a_throwing_adapter_change_listener_rolls_the_registration_back(
     listener()
     server.add(text_reply("reused"))
     fiber = await root.plugin(llm_openai, {"apiKey": KEY, "baseURL": server.base_url, "models": ["m"]})
-    assert (await llm.generate(options("m"))).message["content"] == [{"type": "text", "text": "reused"}]
+    assert (await llm.generate(options("m"))).message.content == (text("reused"),)
     await fiber.dispose()
     assert llm.models() == []
 
@@ -119,10 +128,10 @@ async def test_forwards_temperature_maxTokens_and_signal(root: Context, llm: Llm
     body = server.requests[0].json
     assert (body["temperature"], body["max_tokens"]) == (0.25, 128)
     stream = llm.stream(options(signal=controller.signal))
-    assert (await anext(stream))["type"] == "block-start"
+    assert type(await anext(stream)) is BlockStartChunk
     controller.abort("stop")
     rest = await collect(stream)
-    assert rest[-1] == {"type": "finish", "reason": {"kind": "aborted"}}
+    assert rest[-1] == FinishChunk(reason=AbortedFinish())
 
 
 async def test_falls_back_to_DEEPSEEK_API_KEY_DEEPSEEK_BASE_URL_env_vars(
@@ -223,7 +232,7 @@ async def test_adapter_is_constructible_directly_for_embedding(server: WireServe
     async with OpenAIAdapter(KEY, server.base_url, models=["x"], reasoning="xhigh") as adapter:
         assert adapter.models == ("x",)
         chunks = await collect(adapter.stream(options("x")))
-        assert chunks[1] == {"type": "text-delta", "index": 0, "text": "direct"}
+        assert chunks[1] == TextDeltaChunk(index=0, text="direct")
         assert server.requests[0].json["reasoning_effort"] == "max"
     with pytest.raises(LlmError) as caught:
         await collect(adapter.stream(options("x")))
@@ -243,7 +252,7 @@ async def test_a_given_SDK_client_is_used_and_left_open(server: WireServer) -> N
         await adapter.aclose()
         assert not client.is_closed()
         again = OpenAIAdapter("ignored", client=client)
-        assert (await collect(again.stream(options())))[1] == {"type": "text-delta", "index": 0, "text": "two"}
+        assert (await collect(again.stream(options())))[1] == TextDeltaChunk(index=0, text="two")
     assert server.requests[0].headers["authorization"] == "Bearer sk-own"
 
 
@@ -267,19 +276,22 @@ async def test_replays_reasoning_content_on_assistant_tool_call_turns_passback_r
     server.add(text_reply("done"))
     await load(root, apiKey=KEY, baseURL=server.base_url)
     history = [
-        {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "reasoning", "text": "I should call the tool."},
-                {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'},
-            ],
-        },
-        {"role": "user", "content": [{"type": "tool-result", "toolCallId": "call_1", "content": []}]},
-        {
-            "role": "assistant",
-            "content": [{"type": "reasoning", "text": "not replayed"}, {"type": "text", "text": "Sunny."}],
-        },
+        parse_message(message)
+        for message in [
+            {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "reasoning", "text": "I should call the tool."},
+                    {"type": "tool-call", "id": "call_1", "name": "weather", "arguments": '{"city":"Paris"}'},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool-result", "toolCallId": "call_1", "content": []}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "reasoning", "text": "not replayed"}, {"type": "text", "text": "Sunny."}],
+            },
+        ]
     ]
     await llm.generate(options(messages=history))
     messages = server.requests[0].json["messages"]

@@ -7,35 +7,45 @@ intent and asserts the SDK mapping's equivalent.
 
 from __future__ import annotations
 
-from typing import cast
-
+import msgspec
 import pytest
 
 from dsh.adapters.openai import EMPTY_TOOL_RESULT, build_request, reasoning_fields, to_chat_messages, to_chat_tool
 from dsh.core.errors import LlmError
-from dsh.core.llm import ContentBlock, GenerateOptions, Message, ToolResultBlock, ToolSchema, text
+from dsh.core.llm import (
+    ContentBlock,
+    GenerateOptions,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+    text,
+)
 from tests.adapters.openai.helpers import options
 
-WEATHER: ToolSchema = {
-    "name": "weather",
-    "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
+WEATHER = ToolSchema(
+    name="weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
 
 
 def call(call_id: str, name: str, arguments: str) -> ContentBlock:
-    return {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+    return ToolCallBlock(id=call_id, name=name, arguments=arguments)
 
 
-def result(call_id: str, *content: ContentBlock, is_error: bool | None = None) -> ContentBlock:
-    block: ToolResultBlock = {"type": "tool-result", "toolCallId": call_id, "content": list(content)}
-    if is_error is not None:
-        block["isError"] = is_error
-    return block
+def result(call_id: str, *content: ContentBlock, is_error: bool | msgspec.UnsetType = msgspec.UNSET) -> ContentBlock:
+    return ToolResultBlock(tool_call_id=call_id, content=content, is_error=is_error)
 
 
 def assistant(*content: ContentBlock) -> Message:
-    return {"role": "assistant", "content": list(content)}
+    return Message("assistant", content)
+
+
+def user(*content: ContentBlock) -> Message:
+    return Message("user", content)
 
 
 # ---------------------------------------------------------------- toPiContext equivalents
@@ -47,7 +57,7 @@ def test_maps_system_prompt_user_text_and_tools() -> None:
     assert request.tools == [
         {
             "type": "function",
-            "function": {"name": "weather", "description": "Weather for a city.", "parameters": WEATHER["parameters"]},
+            "function": {"name": "weather", "description": "Weather for a city.", "parameters": WEATHER.parameters},
         }
     ]
 
@@ -63,9 +73,9 @@ def test_omits_empty_tools_and_absent_system_prompt() -> None:
 def test_maps_assistant_text_reasoning_tool_call_blocks() -> None:
     """toPiContext / maps assistant text/reasoning/tool-call blocks"""
     turn = assistant(
-        {"type": "reasoning", "text": "need "},
+        ReasoningBlock("need "),
         text("Checking."),
-        {"type": "reasoning", "text": "weather"},
+        ReasoningBlock("weather"),
         call("call_1", "weather", '{"city":"Paris"}'),
         call("call_2", "weather", '{"city":"Rome"}'),
     )
@@ -89,7 +99,7 @@ def test_marks_tool_call_free_assistant_messages_with_stopReason_stop() -> None:
     tool-call-free turn is the absence of ``tool_calls`` and ``reasoning_content``,
     with ``content: None`` when it has no text.
     """
-    turns = [assistant(text("plain"), {"type": "reasoning", "text": "hidden"}), assistant()]
+    turns = [assistant(text("plain"), ReasoningBlock("hidden")), assistant()]
     assert to_chat_messages(turns) == [
         {"role": "assistant", "content": "plain"},
         {"role": "assistant", "content": None},
@@ -123,7 +133,7 @@ def test_recovers_toolName_for_tool_results_from_the_preceding_assistant_call() 
     """
     history: list[Message] = [
         assistant(call("call_9", "weather", "{}")),
-        {"role": "user", "content": [result("call_9", text("sunny"))]},
+        user(result("call_9", text("sunny"))),
     ]
     assert to_chat_messages(history)[1] == {"role": "tool", "tool_call_id": "call_9", "content": "sunny"}
 
@@ -134,7 +144,7 @@ def test_labels_unmatched_tool_results_with_toolName_unknown_and_keeps_isError()
     Equivalent: a result with no matching call is still sent under its own id, and an
     error result is sent like any other (its text says what failed).
     """
-    history: list[Message] = [{"role": "user", "content": [result("orphan", text("boom"), is_error=True)]}]
+    history: list[Message] = [user(result("orphan", text("boom"), is_error=True))]
     assert to_chat_messages(history) == [{"role": "tool", "tool_call_id": "orphan", "content": "boom"}]
 
 
@@ -144,8 +154,8 @@ def test_splits_mixed_user_text_plus_tool_results_and_folds_history_system_messa
     History system messages stay ``system`` messages here (the DeepSeek rule), in order.
     """
     history: list[Message] = [
-        {"role": "system", "content": [text("rule "), text("one")]},
-        {"role": "user", "content": [result("a", text("A")), text("and "), result("b"), text("more")]},
+        Message("system", (text("rule "), text("one"))),
+        user(result("a", text("A")), text("and "), result("b"), text("more")),
     ]
     assert to_chat_messages(history) == [
         {"role": "system", "content": "rule one"},
@@ -157,27 +167,27 @@ def test_splits_mixed_user_text_plus_tool_results_and_folds_history_system_messa
 
 def test_skips_image_and_unknown_blocks_in_assistant_content() -> None:
     """toPiContext / skips image and unknown blocks in assistant content"""
-    image: ContentBlock = {"type": "image", "url": "data:image/png;base64,AA"}
-    rogue = cast(ContentBlock, {"type": "rogue", "text": "x"})
-    history: list[Message] = [assistant(image, text("seen"), rogue), {"role": "user", "content": [image, text("look")]}]
+    image = ImageBlock(url="data:image/png;base64,AA")
+    rogue = msgspec.Raw(b'{"type":"rogue","text":"x"}')
+    history: list[Message] = [assistant(image, text("seen"), rogue), user(image, text("look"))]
     assert to_chat_messages(history) == [{"role": "assistant", "content": "seen"}, {"role": "user", "content": "look"}]
 
 
 # -------------------------------------------------------------- request mapping (§10/§11 rules)
 def test_sends_a_sentinel_for_empty_tool_result_content() -> None:
     """an empty tool result is sent as (no output)"""
-    history: list[Message] = [{"role": "user", "content": [result("c1")]}]
+    history: list[Message] = [user(result("c1"))]
     assert to_chat_messages(history) == [{"role": "tool", "tool_call_id": "c1", "content": "(no output)"}]
 
 
 def test_emits_an_empty_user_message_rather_than_dropping_block_less_messages() -> None:
     """a user message without blocks is still sent, as empty text"""
-    assert to_chat_messages([{"role": "user", "content": []}]) == [{"role": "user", "content": ""}]
+    assert to_chat_messages([user()]) == [{"role": "user", "content": ""}]
 
 
 def test_replays_reasoning_only_on_tool_call_turns_and_only_when_non_empty() -> None:
     """reasoning is passed back on tool-call turns only, and never as an empty string"""
-    turns = [assistant({"type": "reasoning", "text": ""}, call("c", "f", "{}")), assistant(text("x"))]
+    turns = [assistant(ReasoningBlock(""), call("c", "f", "{}")), assistant(text("x"))]
     assert to_chat_messages(turns) == [
         {
             "role": "assistant",
@@ -190,8 +200,8 @@ def test_replays_reasoning_only_on_tool_call_turns_and_only_when_non_empty() -> 
 
 def test_maps_tools_with_strict_passthrough() -> None:
     """per-tool strict is kept exactly (true, false) and left out when absent"""
-    strict: ToolSchema = {**WEATHER, "strict": True}
-    loose: ToolSchema = {**WEATHER, "strict": False}
+    strict = msgspec.structs.replace(WEATHER, strict=True)
+    loose = msgspec.structs.replace(WEATHER, strict=False)
     assert to_chat_tool(strict)["function"]["strict"] is True
     assert to_chat_tool(loose)["function"]["strict"] is False
     assert "strict" not in to_chat_tool(WEATHER)["function"]

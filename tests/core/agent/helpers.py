@@ -8,6 +8,7 @@ context, the way a real loop does, so tests can see who owns the result.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dsh.core.agent import (
@@ -18,7 +19,7 @@ from dsh.core.agent import (
     CreateAgentOptions,
     ResumeAgentOptions,
 )
-from dsh.core.llm.types import ContentBlock, MessageSource
+from dsh.core.llm import ContentBlock, MessageSource
 from dsh.core.session import Session
 from dsh.kernel import Context, Service, ServiceKey
 
@@ -49,13 +50,13 @@ class FakeAgent:
     def status(self) -> AgentStatus:
         return self._status
 
-    def send(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+    def send(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
         self.calls.append(("send", content, source))
 
-    def steer(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+    def steer(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
         self.calls.append(("steer", content, source))
 
-    def inject(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+    def inject(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
         self.calls.append(("inject", content, source))
 
     def abort(self, reason: str | None = None) -> None:

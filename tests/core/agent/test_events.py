@@ -16,7 +16,7 @@ from dsh.core.agent import (
     AgentStatus,
     QueuedInfo,
 )
-from dsh.core.llm.types import ContentBlock, GenerateOptions, Message, MessageSource, StreamChunk
+from dsh.core.llm import ContentBlock, GenerateOptions, Message, MessageSource, StreamChunk, UserSource, text
 from dsh.core.session import TurnEndReason
 from dsh.kernel import Context, EmitEvent, EventDescriptor, WaterfallEvent
 from tests.core.agent.helpers import FakeAgent
@@ -25,7 +25,7 @@ EXPECTED: dict[str, tuple[str, str, tuple[object, ...], object]] = {
     "AGENT_CREATED": ("agent/created", "emit", (Agent,), None),
     "AGENT_DISPOSED": ("agent/disposed", "emit", (Agent,), None),
     "AGENT_STATUS": ("agent/status", "emit", (Agent, AgentStatus), None),
-    "AGENT_QUEUED": ("agent/queued", "emit", (Agent, list[ContentBlock], QueuedInfo), None),
+    "AGENT_QUEUED": ("agent/queued", "emit", (Agent, tuple[ContentBlock, ...], QueuedInfo), None),
     "AGENT_TURN_START": ("agent/turn-start", "emit", (Agent, int), None),
     "AGENT_TURN_END": ("agent/turn-end", "emit", (Agent, int, TurnEndReason), None),
     "AGENT_STEP_START": ("agent/step-start", "emit", (Agent, int, int), None),
@@ -39,7 +39,7 @@ EXPECTED: dict[str, tuple[str, str, tuple[object, ...], object]] = {
     "AGENT_STEP_RESULT": ("agent/step-result", "waterfall", (Agent, int, int, Message), Awaitable[Message]),
     "AGENT_TURN_CONTINUATION": ("agent/turn-continuation", "waterfall", (Agent, int, bool), Awaitable[bool]),
     "AGENT_STREAM_CHUNK": ("agent/stream-chunk", "emit", (Agent, int, int, StreamChunk), None),
-    "AGENT_STEERING": ("agent/steering", "emit", (Agent, int, list[ContentBlock], MessageSource), None),
+    "AGENT_STEERING": ("agent/steering", "emit", (Agent, int, tuple[ContentBlock, ...], MessageSource), None),
     "AGENT_ERROR": ("agent/error", "emit", (Agent, int, int, BaseException), None),
 }
 
@@ -68,16 +68,20 @@ def test_each_event_has_its_name_mode_payload_order_and_a_contract(constant: str
 
 
 async def test_agent_queued_carries_the_resolved_source_and_the_queue() -> None:
-    """agent/queued delivers (agent, content, {source, steering}) in that order."""
+    """agent/queued delivers (agent, content, QueuedInfo(source, steering)) in that order."""
     root = Context()
-    seen: list[tuple[Agent, list[ContentBlock], QueuedInfo]] = []
+    seen: list[tuple[Agent, tuple[ContentBlock, ...], QueuedInfo]] = []
     root.on(AGENT_QUEUED, lambda agent, content, info: seen.append((agent, content, info)))
     agent = FakeAgent("q")
-    content: list[ContentBlock] = [{"type": "text", "text": "hi"}]
+    content = (text("hi"),)
 
-    root.emit(AGENT_QUEUED, agent, content, QueuedInfo(source={"kind": "user"}, steering=False))
+    root.emit(AGENT_QUEUED, agent, content, QueuedInfo(source=UserSource(), steering=False))
 
-    assert seen == [(agent, content, {"source": {"kind": "user"}, "steering": False})]
+    assert seen == [(agent, content, QueuedInfo(source=UserSource(), steering=False))]
+    [(_, _, info)] = seen
+    assert (info.source, info.steering) == (UserSource(), False)
+    with pytest.raises(AttributeError, match="immutable"):
+        info.steering = True  # type: ignore[misc]
 
 
 async def test_waterfall_listeners_can_rewrite_the_request_and_veto_continuation() -> None:

@@ -15,6 +15,8 @@ from dsh.core.agent import (
     ResumeAgentOptions,
 )
 from dsh.core.errors import HarnessError
+from dsh.core.llm import UserSource, text
+from dsh.core.session import SessionMeta
 from dsh.kernel import Context, Fiber, FiberState, KernelError, PluginSpec, unwrap
 from tests.core.agent.helpers import FAKE_FACTORY, FakeAgent, FakeFactory
 
@@ -210,7 +212,7 @@ async def test_set_factory_registers_a_factory_create_resume_delegate_to_it() ->
     create_options = CreateAgentOptions(
         agent_id="made",
         session_id="made-session",
-        meta={"cwd": "/w", "parentSession": "p"},
+        meta=SessionMeta(cwd="/w", parent_session="p"),
         agent_options=AgentOptions(model="m", system_prompt="be brief", extra={"k": 1}),
     )
     resume_options = ResumeAgentOptions(agent_id="made", resume_session_id="old", agent_options=AgentOptions(model="m"))
@@ -348,7 +350,7 @@ async def test_agent_options_default_to_unset_with_a_fresh_extra_mapping() -> No
 async def test_the_fake_agent_satisfies_the_agent_protocol() -> None:
     """The runtime-checkable protocol accepts a complete agent and rejects other objects."""
     agent = FakeAgent("p")
-    agent.send([{"type": "text", "text": "hi"}], source={"kind": "user"})
+    agent.send((text("hi"),), source=UserSource())
     await agent.when_idle()
 
     assert isinstance(agent, Agent)

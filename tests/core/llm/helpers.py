@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from dsh.core.llm import (
+    UNSET,
     BlockEndChunk,
     BlockStartChunk,
     ContentBlock,
@@ -14,47 +16,47 @@ from dsh.core.llm import (
     LlmAdapter,
     Message,
     ReasoningDeltaChunk,
+    StopFinish,
     StreamChunk,
     TextDeltaChunk,
+    TokenUsage,
     ToolCallDeltaChunk,
     UsageChunk,
+    parse_content_block,
+    parse_finish_reason,
 )
 
 
 def start(index: int, block_type: str) -> BlockStartChunk:
-    return {"type": "block-start", "index": index, "blockType": block_type}
+    return BlockStartChunk(index=index, block_type=block_type)
 
 
 def text_delta(index: int, text: str) -> TextDeltaChunk:
-    return {"type": "text-delta", "index": index, "text": text}
+    return TextDeltaChunk(index=index, text=text)
 
 
 def reasoning_delta(index: int, text: str) -> ReasoningDeltaChunk:
-    return {"type": "reasoning-delta", "index": index, "text": text}
+    return ReasoningDeltaChunk(index=index, text=text)
 
 
 def tool_delta(index: int, call_id: str, arguments: str, name: str | None = None) -> ToolCallDeltaChunk:
-    if name is None:
-        return {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": arguments}
-    return {
-        "type": "tool-call-delta",
-        "index": index,
-        "id": call_id,
-        "name": name,
-        "argumentsDelta": arguments,
-    }
+    return ToolCallDeltaChunk(index=index, id=call_id, name=UNSET if name is None else name, arguments_delta=arguments)
 
 
-def end(index: int, block: ContentBlock) -> BlockEndChunk:
-    return {"type": "block-end", "index": index, "block": block}
+def end(index: int, block: ContentBlock | dict[str, Any]) -> BlockEndChunk:
+    """A ``block-end``; ``block`` is a block value or its JSON (decoded like a provider's)."""
+    return BlockEndChunk(index=index, block=parse_content_block(block) if isinstance(block, dict) else block)
 
 
 def usage(input_tokens: int, output_tokens: int) -> UsageChunk:
-    return {"type": "usage", "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens}}
+    return UsageChunk(usage=TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens))
 
 
-def finish(reason: FinishReason | None = None) -> FinishChunk:
-    return {"type": "finish", "reason": reason if reason is not None else {"kind": "stop"}}
+def finish(reason: FinishReason | dict[str, Any] | None = None) -> FinishChunk:
+    """A ``finish``; ``reason`` is a value, its JSON, or None for ``stop``."""
+    if reason is None:
+        return FinishChunk(reason=StopFinish())
+    return FinishChunk(reason=parse_finish_reason(reason) if isinstance(reason, dict) else reason)
 
 
 def options(model: str = "m1", messages: list[Message] | None = None) -> GenerateOptions:

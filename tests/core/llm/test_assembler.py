@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
+import msgspec
 import pytest
 
 from dsh.core.errors import HarnessError, assert_never
-from dsh.core.llm import BlockAssembler, ContentBlock, StreamChunk, TextBlock, ToolCallBlock
+from dsh.core.llm import (
+    BlockAssembler,
+    ContentBlock,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    ToolCallBlock,
+    to_json,
+)
 from tests.core.llm.helpers import end, finish, reasoning_delta, start, text_delta, tool_delta, usage
 
 
@@ -50,7 +62,7 @@ def test_assembles_interleaved_text_reasoning_and_tool_call_deltas() -> None:
             finish({"kind": "tool-calls"}),
         ]
     )
-    assert assembler.message() == {
+    assert to_json(assembler.message()) == {
         "role": "assistant",
         "content": [
             {"type": "reasoning", "text": "let me think"},
@@ -58,14 +70,14 @@ def test_assembles_interleaved_text_reasoning_and_tool_call_deltas() -> None:
             {"type": "tool-call", "id": "c1", "name": "read", "arguments": '{"path":"a"}'},
         ],
     }
-    assert assembler.usage == {"inputTokens": 10, "outputTokens": 5}
-    assert assembler.finish == {"kind": "tool-calls"}
+    assert to_json(assembler.usage) == {"inputTokens": 10, "outputTokens": 5}
+    assert to_json(assembler.finish) == {"kind": "tool-calls"}
 
 
 def test_returns_the_completed_block_from_push_on_block_end() -> None:
     """returns the completed block from push() on block-end"""
     assembler = BlockAssembler()
-    block: TextBlock = {"type": "text", "text": "hi"}
+    block = TextBlock(text="hi")
     returns = [
         assembler.push(start(0, "text")),
         assembler.push(text_delta(0, "hi")),
@@ -80,8 +92,8 @@ def test_returns_the_completed_block_from_push_on_block_end() -> None:
 def test_tolerates_deltas_without_explicit_block_start_end() -> None:
     """tolerates deltas without explicit block-start/end"""
     assembler = feed([text_delta(0, "alone")])
-    assert assembler.blocks() == [{"type": "text", "text": "alone"}]
-    assert assembler.finish == {"kind": "stop"}
+    assert to_json(assembler.blocks()) == [{"type": "text", "text": "alone"}]
+    assert to_json(assembler.finish) == {"kind": "stop"}
 
 
 def test_returns_undefined_usage_when_no_usage_chunk_was_received() -> None:
@@ -94,7 +106,7 @@ def test_reuses_an_existing_partial_when_ensure_is_called_with_a_tracked_index()
     """reuses an existing partial when ensure() is called with a tracked index"""
     assembler = BlockAssembler()
     assembler.push(start(0, "text"))
-    block: TextBlock = {"type": "text", "text": "done"}
+    block = TextBlock(text="done")
     assert assembler.push(end(0, block)) is block
     assert assembler.blocks() == [block]
 
@@ -128,7 +140,7 @@ def test_assembles_open_blocks_at_end_of_stream_via_flush_remaining() -> None:
     assembler.push(end(1, {"type": "text", "text": "closed"}))
     assert assembler.flush_ready() == []
     rest = assembler.flush_remaining()
-    assert rest == [{"type": "text", "text": "open"}, {"type": "text", "text": "closed"}]
+    assert rest == [TextBlock(text="open"), TextBlock(text="closed")]
     assert rest == assembler.blocks()
     assert assembler.flush_remaining() == []
     assert assembler.flush_ready() == []
@@ -138,20 +150,20 @@ def test_result_omits_usage_key_when_no_usage_was_received() -> None:
     """result() omits usage key when no usage was received"""
     result = feed([text_delta(0, "x")]).result()
     assert result.usage is None
-    assert result.finish == {"kind": "stop"}
-    assert result.message == {"role": "assistant", "content": [{"type": "text", "text": "x"}]}
+    assert result.finish == StopFinish()
+    assert result.message == Message(role="assistant", content=(TextBlock(text="x"),))
 
 
 def test_ignores_duplicate_block_start_for_the_same_index() -> None:
     """ignores duplicate block-start for the same index"""
     assembler = feed([start(0, "text"), text_delta(0, "a"), start(0, "reasoning"), text_delta(0, "b")])
-    assert assembler.blocks() == [{"type": "text", "text": "ab"}]
+    assert to_json(assembler.blocks()) == [{"type": "text", "text": "ab"}]
     assert assembler._order == [0]
 
 
 def test_ignores_tool_call_delta_stragglers_after_block_end() -> None:
     """ignores tool-call-delta stragglers after block-end"""
-    block: ToolCallBlock = {"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"}
+    block = ToolCallBlock(id="c1", name="read", arguments="{}")
     assembler = feed(
         [
             tool_delta(0, "c1", "{", name="read"),
@@ -165,18 +177,14 @@ def test_ignores_tool_call_delta_stragglers_after_block_end() -> None:
 
 
 def test_assembles_tool_call_with_generated_id_fallback_when_no_id_provided() -> None:
-    """assembles tool-call with generated id fallback when no id provided"""
-    no_id = cast(StreamChunk, {"type": "tool-call-delta", "index": 0, "argumentsDelta": "{}"})
-    assert feed([no_id]).blocks() == [{"type": "tool-call", "id": "call-0", "name": "", "arguments": "{}"}]
-    assert feed([start(3, "tool-call")]).blocks() == [
-        {"type": "tool-call", "id": "call-3", "name": "", "arguments": ""}
-    ]
+    """assembles tool-call with generated id fallback when no id provided (a delta always carries an id now)"""
+    assert feed([start(3, "tool-call")]).blocks() == [ToolCallBlock(id="call-3", name="", arguments="")]
 
 
 def test_includes_usage_in_result_when_usage_was_received() -> None:
     """includes usage in result() when usage was received"""
     result = feed([text_delta(0, "x"), usage(3, 4), usage(7, 8), finish()]).result()
-    assert result.usage == {"inputTokens": 7, "outputTokens": 8}
+    assert to_json(result.usage) == {"inputTokens": 7, "outputTokens": 8}
 
 
 # ---------------------------------------------------------------- describe assertNever
@@ -195,9 +203,10 @@ def test_throws_with_diagnostics_when_a_value_escapes_a_closed_union_at_runtime(
 def test_block_assembler_push_rejects_chunks_outside_the_closed_stream_chunk_union() -> None:
     """BlockAssembler.push rejects chunks outside the closed StreamChunk union"""
     assembler = BlockAssembler()
-    rogue = cast(StreamChunk, {"type": "rogue", "index": 0})
-    with pytest.raises(HarnessError, match=r"unreachable variant in BlockAssembler\.push"):
+    rogue = cast(StreamChunk, TextBlock(text="rogue"))
+    with pytest.raises(HarnessError, match=r"unreachable variant in BlockAssembler\.push") as caught:
         assembler.push(rogue)
+    assert caught.value.code == "UNREACHABLE"
     assert assembler.blocks() == []
 
 
@@ -206,7 +215,7 @@ def test_block_assembler_push_rejects_chunks_outside_the_closed_stream_chunk_uni
 
 def test_first_block_end_wins_a_duplicate_block_end_for_a_closed_index_is_ignored() -> None:
     """first block-end wins: a duplicate block-end for a closed index is ignored"""
-    first: TextBlock = {"type": "text", "text": "first"}
+    first = TextBlock(text="first")
     chunks: list[StreamChunk] = [end(0, first), end(0, {"type": "text", "text": "second"})]
     assert streamed(chunks) == [first]
     assert feed(chunks).blocks() == [first]
@@ -234,7 +243,7 @@ def test_ignores_deltas_arriving_after_block_end_for_the_same_index_malformed_st
             reasoning_delta(1, "late"),
         ]
     )
-    assert assembler.blocks() == [{"type": "text", "text": "a"}, {"type": "reasoning", "text": "r"}]
+    assert to_json(assembler.blocks()) == [{"type": "text", "text": "a"}, {"type": "reasoning", "text": "r"}]
     assert assembler._partials[0].text == ["a"]
     assert assembler._partials[1].text == ["r"]
 
@@ -248,7 +257,7 @@ def test_assembles_tool_call_blocks_from_deltas_without_block_end() -> None:
             tool_delta(1, "c2", "{}", name="other"),
         ]
     )
-    assert assembler.blocks() == [
+    assert to_json(assembler.blocks()) == [
         {"type": "tool-call", "id": "c1", "name": "calc", "arguments": '{"a":1}'},
         {"type": "tool-call", "id": "c2", "name": "other", "arguments": "{}"},
     ]
@@ -260,31 +269,49 @@ def test_assembles_tool_call_blocks_from_deltas_without_block_end() -> None:
 def test_flush_ready_returns_each_closed_block_once_in_order() -> None:
     """Extra: flush_ready() hands out each closed block once, stopping at the first open one."""
     assembler = BlockAssembler()
-    a: TextBlock = {"type": "text", "text": "a"}
-    c: TextBlock = {"type": "text", "text": "c"}
+    a = TextBlock(text="a")
+    c = TextBlock(text="c")
     assembler.push(end(0, a))
     assembler.push(text_delta(1, "b"))
     assembler.push(end(2, c))
     assert assembler.flush_ready() == [a]
     assert assembler.flush_ready() == []
     assembler.push(end(1, {"type": "text", "text": "b"}))
-    assert assembler.flush_ready() == [{"type": "text", "text": "b"}, c]
+    assert assembler.flush_ready() == [TextBlock(text="b"), c]
     assert assembler.flush_remaining() == []
 
 
 def test_block_end_of_an_unseen_index_opens_it_with_the_block_type() -> None:
-    """Extra: a lone block-end records its index in first-seen order with the block's type."""
+    """Extra: a lone block-end records its index in first-seen order."""
     assembler = feed([text_delta(1, "x"), end(0, {"type": "image", "url": "u"})])
-    assert assembler.blocks() == [{"type": "text", "text": "x"}, {"type": "image", "url": "u"}]
-    assert assembler._partials[0].block_type == "image"
+    assert assembler.blocks() == [TextBlock(text="x"), ImageBlock(url="u")]
 
 
-def test_default_finish_is_a_fresh_value_and_last_finish_wins() -> None:
-    """Extra: the default finish cannot be corrupted by a caller; the last finish chunk wins."""
+def test_default_finish_is_stop_and_last_finish_wins() -> None:
+    """Extra: the default finish is an immutable stop; the last finish chunk wins."""
     assembler = BlockAssembler()
-    default: Any = assembler.finish
-    default["kind"] = "mutated"
-    assert assembler.finish == {"kind": "stop"}
+    assert assembler.finish == StopFinish()
     assembler.push(finish({"kind": "max-tokens"}))
     assembler.push(finish({"kind": "error", "message": "boom", "code": "AUTH"}))
-    assert assembler.result().finish == {"kind": "error", "message": "boom", "code": "AUTH"}
+    assert to_json(assembler.result().finish) == {"kind": "error", "message": "boom", "code": "AUTH"}
+
+
+def test_blocks_are_the_carried_values_and_assembled_blocks_are_immutable() -> None:
+    """Extra: a block-end's block is returned as that value; an assembled block is a frozen Struct."""
+    carried = ReasoningBlock(text="r")
+    assembler = feed([end(0, carried), text_delta(1, "t")])
+    blocks = assembler.blocks()
+    assert blocks[0] is carried
+    assert blocks[1] == TextBlock(text="t")
+    with pytest.raises(AttributeError):
+        blocks[1].text = "changed"  # type: ignore[misc]
+    assert assembler.message().content == (carried, TextBlock(text="t"))
+
+
+def test_an_unknown_block_in_a_block_end_is_kept_as_is() -> None:
+    """Extra: an unknown block variant from a provider passes through the assembler unchanged."""
+    chunk = end(0, {"type": "future", "payload": [1, 2]})
+    assert type(chunk.block) is msgspec.Raw
+    blocks: list[ContentBlock] = feed([chunk]).blocks()
+    assert blocks == [chunk.block]
+    assert bytes(blocks[0]) == b'{"type":"future","payload":[1,2]}'  # type: ignore[arg-type]

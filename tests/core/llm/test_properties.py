@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.core.llm import LLM, BlockAssembler, ContentBlock, LlmService, StreamChunk
+from dsh.core.llm import (
+    LLM,
+    UNSET,
+    AbortedFinish,
+    BlockAssembler,
+    BlockEndChunk,
+    BlockStartChunk,
+    ContentBlock,
+    ErrorFinish,
+    FinishChunk,
+    LlmService,
+    MaxTokensFinish,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    UsageChunk,
+)
 from dsh.kernel import Context
 from tests.core.llm.helpers import ScriptedAdapter, options
 
@@ -17,56 +39,34 @@ TEXT = st.text(max_size=4)
 ASSEMBLABLE = st.sampled_from(["text", "reasoning", "tool-call"])
 
 BLOCKS: st.SearchStrategy[ContentBlock] = st.one_of(
-    st.builds(lambda text: {"type": "text", "text": text}, TEXT),
-    st.builds(lambda text: {"type": "reasoning", "text": text}, TEXT),
+    st.builds(lambda text: TextBlock(text=text), TEXT),
+    st.builds(lambda text: ReasoningBlock(text=text), TEXT),
     st.builds(
-        lambda call_id, name, arguments: {
-            "type": "tool-call",
-            "id": call_id,
-            "name": name,
-            "arguments": arguments,
-        },
-        TEXT,
-        TEXT,
-        TEXT,
+        lambda call_id, name, arguments: ToolCallBlock(id=call_id, name=name, arguments=arguments), TEXT, TEXT, TEXT
     ),
 )
 
 FINISHES = st.sampled_from(
-    [
-        {"kind": "stop"},
-        {"kind": "tool-calls"},
-        {"kind": "max-tokens"},
-        {"kind": "aborted"},
-        {"kind": "error", "message": "boom"},
-    ]
+    [StopFinish(), ToolCallsFinish(), MaxTokensFinish(), AbortedFinish(), ErrorFinish(message="boom")]
 )
 
 
 def _tool_delta(index: int, call_id: str, name: str | None, arguments: str) -> StreamChunk:
-    if name is None:
-        return {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": arguments}
-    return {
-        "type": "tool-call-delta",
-        "index": index,
-        "id": call_id,
-        "name": name,
-        "argumentsDelta": arguments,
-    }
+    return ToolCallDeltaChunk(index=index, id=call_id, name=UNSET if name is None else name, arguments_delta=arguments)
 
 
 CHUNKS: st.SearchStrategy[StreamChunk] = st.one_of(
-    st.builds(lambda i, t: {"type": "block-start", "index": i, "blockType": t}, INDICES, ASSEMBLABLE),
-    st.builds(lambda i, t: {"type": "text-delta", "index": i, "text": t}, INDICES, TEXT),
-    st.builds(lambda i, t: {"type": "reasoning-delta", "index": i, "text": t}, INDICES, TEXT),
+    st.builds(lambda i, t: BlockStartChunk(index=i, block_type=t), INDICES, ASSEMBLABLE),
+    st.builds(lambda i, t: TextDeltaChunk(index=i, text=t), INDICES, TEXT),
+    st.builds(lambda i, t: ReasoningDeltaChunk(index=i, text=t), INDICES, TEXT),
     st.builds(_tool_delta, INDICES, TEXT, st.none() | TEXT, TEXT),
-    st.builds(lambda i, b: {"type": "block-end", "index": i, "block": b}, INDICES, BLOCKS),
+    st.builds(lambda i, b: BlockEndChunk(index=i, block=b), INDICES, BLOCKS),
     st.builds(
-        lambda i, o: {"type": "usage", "usage": {"inputTokens": i, "outputTokens": o}},
+        lambda i, o: UsageChunk(usage=TokenUsage(input_tokens=i, output_tokens=o)),
         st.integers(0, 100),
         st.integers(0, 100),
     ),
-    st.builds(lambda reason: {"type": "finish", "reason": reason}, FINISHES),
+    st.builds(lambda reason: FinishChunk(reason=reason), FINISHES),
 )
 
 STREAMS = st.lists(CHUNKS, max_size=25)
@@ -122,7 +122,7 @@ def test_partials_map_size_never_exceeds_the_number_of_distinct_indices_seen(
     seen: set[int] = set()
     for chunk in chunks:
         assembler.push(chunk)
-        index = cast(dict[str, Any], chunk).get("index")
+        index: int | None = getattr(chunk, "index", None)
         if index is not None:
             seen.add(index)
         assert len(assembler._partials) <= len(seen)
@@ -135,15 +135,15 @@ def test_re_assembly_is_idempotent_blocks_is_stable_across_repeated_calls(chunks
     assembler = one_shot(chunks)
     first = assembler.blocks()
     assert assembler.blocks() == first
-    assert assembler.message()["content"] == first
-    assert assembler.message()["role"] == "assistant"
+    assert list(assembler.message().content) == first
+    assert assembler.message().role == "assistant"
 
 
 @given(STREAMS)
 def test_blocks_never_throws_and_yields_only_valid_content_block_tags(chunks: list[StreamChunk]) -> None:
     """blocks() never throws and yields only valid content-block tags"""
     blocks = one_shot(chunks).blocks()
-    assert {block["type"] for block in blocks} <= {"text", "reasoning", "tool-call"}
+    assert {type(block) for block in blocks} <= {TextBlock, ReasoningBlock, ToolCallBlock}
 
 
 @given(STREAMS)
@@ -151,8 +151,8 @@ def test_finish_reflects_the_last_finish_chunk_or_defaults_to_stop_when_none_arr
     chunks: list[StreamChunk],
 ) -> None:
     """finish reflects the last finish chunk, or defaults to stop when none arrives"""
-    finishes = [chunk["reason"] for chunk in chunks if chunk["type"] == "finish"]
-    expected = finishes[-1] if finishes else {"kind": "stop"}
+    finishes = [chunk.reason for chunk in chunks if type(chunk) is FinishChunk]
+    expected = finishes[-1] if finishes else StopFinish()
     assert one_shot(chunks).finish == expected
     assert one_shot(chunks).result().finish == expected
 
@@ -164,7 +164,7 @@ def test_streaming_and_one_shot_assembly_agree_on_usage_and_finish(chunks: list[
     single = one_shot(chunks)
     assert streaming.usage == single.usage
     assert streaming.finish == single.finish
-    usages = [chunk["usage"] for chunk in chunks if chunk["type"] == "usage"]
+    usages = [chunk.usage for chunk in chunks if type(chunk) is UsageChunk]
     assert single.usage == (usages[-1] if usages else None)
 
 
@@ -176,7 +176,7 @@ async def _through_service(chunks: list[StreamChunk]) -> tuple[list[ContentBlock
         llm.register_adapter(["m1"], ScriptedAdapter(chunks))
         blocks = [block async for block in llm.stream_blocks(options())]
         result = await llm.generate(options())
-        return blocks, result.message["content"]
+        return blocks, list(result.message.content)
     finally:
         await root.dispose()
 

@@ -19,7 +19,13 @@ from dsh.core.llm import (
     GenerateResult,
     LlmAdapter,
     LlmService,
+    MaxTokensFinish,
+    Message,
+    ReasoningBlock,
+    StopFinish,
     StreamChunk,
+    TextBlock,
+    to_json,
 )
 from dsh.kernel import Context, Effect, KernelError, PluginSpec
 from tests.core.llm.helpers import (
@@ -62,8 +68,8 @@ async def test_routes_stream_to_the_registered_adapter_and_generate_assembles_it
     request = options("m1")
     assert await collect(llm.stream(request)) == HI
     result = await llm.generate(request)
-    assert result.message == {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}
-    assert result.finish == {"kind": "stop"}
+    assert to_json(result.message) == {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}
+    assert result.finish == StopFinish()
     assert result.usage is None
     assert adapter.calls == [request, request]
     assert adapter.calls[0] is request
@@ -126,7 +132,7 @@ async def test_lets_llm_stream_waterfall_listeners_wrap_the_underlying_stream(ro
     assert len(chunks) == 4
     assert chunks == [extra, *HI]
     result = await llm.generate(options("m1"))  # generate drains the same waterfall
-    assert result.message["content"] == [{"type": "text", "text": "!"}, {"type": "text", "text": "hi"}]
+    assert to_json(result.message.content) == [{"type": "text", "text": "!"}, {"type": "text", "text": "hi"}]
 
 
 async def test_lets_llm_generate_waterfall_listeners_intercept_and_transform_the_result(
@@ -137,13 +143,13 @@ async def test_lets_llm_generate_waterfall_listeners_intercept_and_transform_the
 
     async def transform(opts: GenerateOptions, next_: Callable[[], Awaitable[GenerateResult]]) -> GenerateResult:
         result = await next_()
-        result.finish = {"kind": "max-tokens"}
+        result.finish = MaxTokensFinish()
         return result
 
     root.on(LLM_GENERATE, transform)
     result = await llm.generate(options("m1"))
-    assert result.finish == {"kind": "max-tokens"}
-    assert result.message["content"] == [{"type": "text", "text": "hi"}]
+    assert to_json(result.finish) == {"kind": "max-tokens"}
+    assert to_json(result.message.content) == [{"type": "text", "text": "hi"}]
 
 
 def test_creates_llm_error_with_a_code_for_programmatic_handling() -> None:
@@ -220,7 +226,7 @@ async def test_rolls_back_the_adapter_entry_when_an_adapter_change_listener_thro
     listener()
     dispose = llm.register_adapter(["m1"], ScriptedAdapter(HI))
     assert llm.models() == ["m1"]
-    assert (await llm.generate(options("m1"))).message["content"] == [{"type": "text", "text": "hi"}]
+    assert to_json((await llm.generate(options("m1"))).message.content) == [{"type": "text", "text": "hi"}]
     dispose()
     assert llm.models() == []
 
@@ -234,28 +240,28 @@ async def test_stream_blocks_flushes_delta_only_blocks_at_end_of_stream_matches_
     """streamBlocks flushes delta-only blocks at end of stream (matches generate())"""
     llm.register_adapter(["m1"], ScriptedAdapter([text_delta(0, "a"), text_delta(1, "b"), text_delta(0, "c")]))
     blocks = await collect(llm.stream_blocks(options("m1")))
-    assert blocks == [{"type": "text", "text": "ac"}, {"type": "text", "text": "b"}]
-    assert blocks == (await llm.generate(options("m1"))).message["content"]
+    assert blocks == [TextBlock(text="ac"), TextBlock(text="b")]
+    assert tuple(blocks) == (await llm.generate(options("m1"))).message.content
 
 
 async def test_stream_blocks_preserves_stream_order_when_an_open_block_precedes_a_closed_one(
     llm: LlmService,
 ) -> None:
     """streamBlocks preserves stream order when an open block precedes a closed one"""
-    closed: ContentBlock = {"type": "text", "text": "second"}
+    closed = TextBlock(text="second")
     llm.register_adapter(["m1"], ScriptedAdapter([text_delta(0, "first"), end(1, closed), finish()]))
     blocks = await collect(llm.stream_blocks(options("m1")))
-    assert blocks == [{"type": "text", "text": "first"}, closed]
-    assert blocks == (await llm.generate(options("m1"))).message["content"]
+    assert blocks == [TextBlock(text="first"), closed]
+    assert tuple(blocks) == (await llm.generate(options("m1"))).message.content
 
 
 async def test_stream_blocks_yields_closed_blocks_incrementally_once_preceding_blocks_close(
     llm: LlmService,
 ) -> None:
     """streamBlocks yields closed blocks incrementally once preceding blocks close"""
-    b0: ContentBlock = {"type": "text", "text": "zero"}
-    b1: ContentBlock = {"type": "text", "text": "one"}
-    b2: ContentBlock = {"type": "reasoning", "text": "two"}
+    b0 = TextBlock(text="zero")
+    b1 = TextBlock(text="one")
+    b2 = ReasoningBlock(text="two")
     adapter = ScriptedAdapter(
         [
             start(0, "text"),
@@ -288,13 +294,13 @@ async def test_a_short_circuiting_stream_listener_needs_no_adapter(root: Context
 
     root.on(LLM_STREAM, lambda opts, next_: canned())
     result = await llm.generate(options("unregistered"))
-    assert result.message["content"] == [{"type": "text", "text": "canned"}]
+    assert to_json(result.message.content) == [{"type": "text", "text": "canned"}]
     assert llm.models() == []
 
 
 async def test_a_short_circuiting_generate_listener_needs_no_stream(root: Context, llm: LlmService) -> None:
     """Extra: an llm/generate listener that does not call next() owns the answer."""
-    answer = GenerateResult(message={"role": "assistant", "content": []}, finish={"kind": "stop"})
+    answer = GenerateResult(message=Message(role="assistant", content=()), finish=StopFinish())
 
     async def own(opts: GenerateOptions, next_: Callable[[], Awaitable[GenerateResult]]) -> GenerateResult:
         return answer
@@ -368,14 +374,14 @@ async def test_generate_returns_an_in_band_error_finish_instead_of_raising(llm: 
     """Extra: finish {kind: error} is data for the caller, not an exception."""
     llm.register_adapter(["m1"], ScriptedAdapter([usage(1, 0), finish({"kind": "error", "message": "401"})]))
     result = await llm.generate(options("m1"))
-    assert result.finish == {"kind": "error", "message": "401"}
-    assert result.usage == {"inputTokens": 1, "outputTokens": 0}
-    assert result.message["content"] == []
+    assert to_json(result.finish) == {"kind": "error", "message": "401"}
+    assert to_json(result.usage) == {"inputTokens": 1, "outputTokens": 0}
+    assert result.message.content == ()
 
 
 async def test_generate_closes_the_adapter_stream_when_a_chunk_is_rejected(llm: LlmService) -> None:
     """Extra: a chunk outside the union fails generate() and the adapter's stream is closed at once."""
-    rogue: Any = {"type": "rogue"}
+    rogue: Any = TextBlock(text="rogue")
     adapter = ScriptedAdapter([text_delta(0, "a"), rogue, text_delta(0, "never")])
     llm.register_adapter(["m1"], adapter)
     with pytest.raises(HarnessError, match=r"unreachable variant in BlockAssembler\.push"):
@@ -389,7 +395,7 @@ async def test_closing_stream_blocks_early_closes_the_adapter_stream(llm: LlmSer
     adapter = ScriptedAdapter([end(0, {"type": "text", "text": "a"}), text_delta(1, "b"), finish()])
     llm.register_adapter(["m1"], adapter)
     blocks = llm.stream_blocks(options("m1"))
-    assert await anext(blocks) == {"type": "text", "text": "a"}
+    assert await anext(blocks) == TextBlock(text="a")
     assert adapter.closed == 0
     await blocks.aclose()
     assert adapter.closed == 1
@@ -399,8 +405,8 @@ async def test_closing_stream_blocks_early_closes_the_adapter_stream(llm: LlmSer
 async def test_plain_async_iterators_from_adapters_are_drained(llm: LlmService) -> None:
     """Extra: an adapter may return any async iterator, not only an async generator."""
     llm.register_adapter(["m1"], IteratorAdapter(HI))
-    assert (await llm.generate(options("m1"))).message["content"] == [{"type": "text", "text": "hi"}]
-    assert await collect(llm.stream_blocks(options("m1"))) == [{"type": "text", "text": "hi"}]
+    assert to_json((await llm.generate(options("m1"))).message.content) == [{"type": "text", "text": "hi"}]
+    assert await collect(llm.stream_blocks(options("m1"))) == [TextBlock(text="hi")]
 
 
 def test_llm_adapter_is_abstract() -> None:

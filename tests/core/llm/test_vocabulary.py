@@ -9,6 +9,12 @@ from dsh.core.llm import (
     LLM_STREAM,
     GenerateOptions,
     GenerateResult,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    StopFinish,
+    TextBlock,
+    parse_content_block,
     text,
     text_of,
 )
@@ -16,15 +22,13 @@ from dsh.kernel import EmitEvent, WaterfallEvent
 
 
 def test_text_builds_a_text_block() -> None:
-    assert text("hello") == {"type": "text", "text": "hello"}
+    assert text("hello") == TextBlock(text="hello")
 
 
-def test_generate_result_defaults_to_a_fresh_stop_finish_and_no_usage() -> None:
-    first = GenerateResult(message={"role": "assistant", "content": []})
-    second = GenerateResult(message={"role": "assistant", "content": []})
-    assert first.finish == {"kind": "stop"}
-    assert first.usage is None
-    assert first.finish is not second.finish
+def test_generate_result_defaults_to_a_stop_finish_and_no_usage() -> None:
+    result = GenerateResult(message=Message(role="assistant", content=()))
+    assert result.finish == StopFinish()
+    assert result.usage is None
 
 
 def test_generate_options_leave_every_optional_field_unset() -> None:
@@ -68,11 +72,12 @@ def test_the_package_exports_a_sorted_resolvable_all() -> None:
 
 def test_text_of_joins_the_text_blocks_and_skips_the_others() -> None:
     """(extra) text_of concatenates text blocks in order; images, calls and reasoning are skipped"""
-    content = [
-        {"type": "text", "text": "a"},
-        {"type": "image", "data": "x", "mimeType": "image/png"},
-        {"type": "reasoning", "text": "hidden"},
-        {"type": "text", "text": "b"},
-    ]
+    content = (
+        text("a"),
+        ImageBlock(url="x", mime_type="image/png"),
+        ReasoningBlock(text="hidden"),
+        parse_content_block({"type": "later", "text": "unknown"}),
+        text("b"),
+    )
     assert text_of(content) == "ab"
     assert text_of([]) == ""

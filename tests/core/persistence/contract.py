@@ -13,29 +13,28 @@ from typing import Any
 
 import pytest
 
+from dsh.core.llm import to_json
 from dsh.core.persistence import PersistenceError
-from dsh.core.session import SESSION_CREATED, dumps_json
+from dsh.core.session import SESSION_CREATED, SessionMeta, UntypedEvent, header_line
 from tests.core.persistence.helpers import (
     CWD,
     Rig,
+    assistant_message,
+    event,
+    log,
     meta,
+    one_turn_log,
     one_user_turn,
     open_turn,
     replay,
     seqs,
     short_turn,
-    texts,
-    types,
-)
-from tests.core.session.helpers import (
-    assistant_message,
-    event,
-    log,
-    one_turn_log,
     step,
     text,
+    texts,
     tool_call_block,
     turn_start,
+    types,
     user_message,
 )
 
@@ -72,7 +71,7 @@ async def round_trips_a_session_create_append_load_returns_identical_meta_and_by
     await persistence.append("s1", events)
     loaded = await persistence.load("s1")
     assert loaded.meta == header
-    assert list(loaded.meta) == list(header)
+    assert header_line(loaded.meta) == header_line(header)
     assert texts(loaded.events) == texts(events)
 
 
@@ -88,8 +87,8 @@ async def crash_recovery_load_preserves_an_interrupted_unclosed_turn_and_closes_
     assert texts(loaded.events[:8]) == texts(written)
     assert seqs(loaded.events) == list(range(10))
     assert types(loaded.events[8:]) == ["step/end", "turn/end"]
-    assert loaded.events[8]["data"] == {"turn": 2, "step": 1}
-    assert loaded.events[9]["data"] == {"turn": 2, "reason": {"kind": "interrupted"}}
+    assert to_json(loaded.events[8].data) == {"turn": 2, "step": 1}
+    assert to_json(loaded.events[9].data) == {"turn": 2, "reason": {"kind": "interrupted"}}
     await persistence.append("s1", short_turn(3, 10))
     reloaded = await persistence.load("s1")
     assert seqs(reloaded.events) == list(range(12))
@@ -111,11 +110,11 @@ async def crash_recovery_an_interrupted_tool_call_gets_a_synthetic_error_result_
     await persistence.append("s1", written)
     loaded = await persistence.load("s1")
     assert types(loaded.events) == [*types(written), "tool/result", "step/end", "turn/end"]
-    result = loaded.events[4]["data"]
+    result = to_json(loaded.events[4].data)
     assert result["callId"] == "call-x"
     assert result["isError"] is True
     assert result["error"]["code"] == "interrupted"
-    assert loaded.events[6]["data"]["reason"] == {"kind": "interrupted"}
+    assert to_json(loaded.events[6].data)["reason"] == {"kind": "interrupted"}
 
 
 async def has_list_exclude_a_created_but_never_appended_zero_event_session(rig: Rig) -> None:
@@ -162,11 +161,12 @@ async def append_rejects_non_json_serializable_event_data_naming_the_event_type(
     persistence = await rig.mount()
     await persistence.create(meta("s1"))
     for value in _not_json_values():
-        bad = event("user/message", 0, {"content": [text("x")], "source": {"kind": "user"}, "extra": value})
-        with pytest.raises(
-            PersistenceError, match=r'event "user/message" carries non-JSON-serializable data \(seq 0\)'
-        ):
+        bad = UntypedEvent(type="plugin/note", seq=0, time=0, data={"content": [text("x")], "extra": value})
+        with pytest.raises(PersistenceError, match=r'event "plugin/note" carries non-JSON-serializable data \(seq 0\)'):
             await persistence.append("s1", [bad])
+    with pytest.raises(PersistenceError, match=r"cannot persist a dict: append session event values") as raised:
+        await persistence.append("s1", [{"type": "user/message", "seq": 0, "time": 0, "data": user_message("x")}])  # type: ignore[list-item]
+    assert raised.value.code == "NOT_SERIALIZABLE"
     assert await persistence.has("s1") is False
 
 
@@ -207,7 +207,7 @@ async def persists_a_live_session_driven_through_the_store_surviving_reload(rig:
     loaded = await persistence.load("s1")
     assert texts(loaded.events) == texts(session.events)
     assert len(loaded.events) == 6
-    assert loaded.meta["cwd"] == CWD
+    assert loaded.meta.cwd == CWD
     assert loaded.meta == session.header
 
 
@@ -218,10 +218,11 @@ async def snapshot_on_buffer_mutating_an_event_after_session_event_does_not_corr
     await rig.mount()
     _fiber, session = await rig.live("s1")
     logged = session.append("user/message", user_message("original"))
-    logged["data"]["content"][0]["text"] = "MUTATED"
+    with pytest.raises(AttributeError):
+        logged.data = None  # type: ignore[misc]  # an event is immutable: nothing can change it
     await rig.flush(session)
     loaded = await (await rig.remount()).load("s1")
-    assert loaded.events[0]["data"]["content"][0]["text"] == "original"
+    assert to_json(loaded.events[0].data)["content"][0]["text"] == "original"
 
 
 async def append_snapshots_the_batch_mutating_the_caller_array_events_after_the_call_is_ignored(
@@ -232,14 +233,14 @@ async def append_snapshots_the_batch_mutating_the_caller_array_events_after_the_
     await persistence.create(meta("s1"))
     batch = one_turn_log()
     pending = persistence.append("s1", batch)
-    batch[1]["data"]["content"][0]["text"] = "MUTATED"
-    batch[0]["seq"] = 99
+    batch[1] = event("user/message", 1, user_message("MUTATED"))
+    batch[0] = event("turn/start", 99, turn_start(1))
     batch.append(event("user/message", 6, user_message("MUTATED")))
     await pending
     loaded = await persistence.load("s1")
     assert seqs(loaded.events) == [0, 1, 2, 3, 4, 5]
-    assert loaded.events[1]["data"]["content"][0]["text"] == "hi"
-    assert "MUTATED" not in dumps_json(loaded.events)
+    assert to_json(loaded.events[1].data)["content"][0]["text"] == "hi"
+    assert "MUTATED" not in "".join(texts(loaded.events))
 
 
 async def fork_a_seeded_new_session_persists_its_seed_once_no_double_write_on_a_no_op_flush(rig: Rig) -> None:
@@ -343,7 +344,7 @@ async def hmr_adoption_does_not_crash_repair_an_active_open_turn_as_interrupted_
     await rig.flush(session)
     loaded = await (await rig.remount()).load("s1")
     assert types(loaded.events) == ["turn/start", "step/start", "step/end", "turn/end"]
-    assert loaded.events[3]["data"]["reason"] == {"kind": "completed"}
+    assert to_json(loaded.events[3].data)["reason"] == {"kind": "completed"}
 
 
 async def a_new_live_session_colliding_on_a_persisted_id_is_rejected_not_silently_adopted(rig: Rig) -> None:
@@ -522,14 +523,14 @@ async def round_trips_a_header_with_parent_session_fork_lineage(rig: Rig) -> Non
     fresh = await rig.remount()
     loaded = await fresh.load("child")
     assert loaded.meta == header
-    assert loaded.meta["parentSession"] == "parent"
+    assert loaded.meta.parent_session == "parent"
     assert await fresh.list() == [header]
 
 
 async def flush_before_init_resolves_uses_cursor_0(rig: Rig) -> None:
     """flush before init resolves uses cursor 0"""
     await rig.mount()
-    session = rig.store.create("s1", meta={"cwd": CWD})
+    session = rig.store.create("s1", meta=SessionMeta(cwd=CWD))
     init = rig.backend.inits[session]
     replay(session, one_user_turn())
     flushing = rig.backend.coordinator.flush(session)
@@ -557,7 +558,7 @@ async def torn_tail_load_a_never_committed_tail_is_truncated_and_the_open_turn_c
     loaded = await fresh.load("s1")
     assert seqs(loaded.events) == list(range(10))
     assert texts(loaded.events[:8]) == texts(written)
-    assert loaded.events[9]["data"]["reason"] == {"kind": "interrupted"}
+    assert to_json(loaded.events[9].data)["reason"] == {"kind": "interrupted"}
     await fresh.append("s1", short_turn(3, 10))
     reloaded = await (await rig.remount()).load("s1")
     assert seqs(reloaded.events) == list(range(12))

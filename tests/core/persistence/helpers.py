@@ -8,11 +8,11 @@ so a test can dispose that fiber to detach the session (the HMR situations).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dsh.core.llm import to_json
 from dsh.core.persistence import SESSION_PERSISTENCE, CoordinatedPersistence, SessionPersistence
 from dsh.core.session import (
     SESSION_FLUSH,
@@ -20,35 +20,102 @@ from dsh.core.session import (
     Session,
     SessionEvent,
     SessionHeader,
+    SessionMeta,
     SessionStore,
-    dumps_json,
+    parse_session_event,
+    parse_session_header,
+    session_event_line,
 )
 from dsh.kernel import Context, Fiber, PluginSpec
-from tests.core.session.helpers import log, step, turn_end, turn_start, user_message
 
 CWD = "/w"
 
 
+# --- event data as JSON (what a log line holds), and typed events built from it
+def text(value: str) -> dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": value}
+
+
+def user_message(value: str) -> dict[str, Any]:
+    """``user/message`` data with one text block from the user."""
+    return {"content": [text(value)], "source": {"kind": "user"}}
+
+
+def assistant_message(turn: int, step: int, *content: dict[str, Any]) -> dict[str, Any]:
+    """``assistant/message`` data."""
+    return {"turn": turn, "step": step, "content": list(content)}
+
+
+def tool_call_block(call_id: str, name: str = "bash", arguments: str = "{}") -> dict[str, Any]:
+    """A ``tool-call`` content block."""
+    return {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+
+
+def tool_result(turn: int, step: int, call_id: str, value: str, is_error: bool = False) -> dict[str, Any]:
+    """``tool/result`` data with one text block."""
+    return {"turn": turn, "step": step, "callId": call_id, "content": [text(value)], "isError": is_error}
+
+
+def turn_start(turn: int) -> dict[str, Any]:
+    """``turn/start`` data triggered by a user message."""
+    return {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}}
+
+
+def turn_end(turn: int, kind: str = "completed") -> dict[str, Any]:
+    """``turn/end`` data with a reason of ``kind``."""
+    return {"turn": turn, "reason": {"kind": kind}}
+
+
+def step(turn: int, number: int) -> dict[str, Any]:
+    """``step/start`` / ``step/end`` data."""
+    return {"turn": turn, "step": number}
+
+
+def event(type: str, seq: int, data: Any, time: int = 0) -> SessionEvent:
+    """The logged event ``{type, seq, time, data}`` (typed, validated like a log line)."""
+    return parse_session_event({"type": type, "seq": seq, "time": time, "data": data})
+
+
+def log(*entries: tuple[str, Any], start: int = 0, time: int = 0) -> list[SessionEvent]:
+    """Events from ``(type, data)`` pairs with contiguous seqs from ``start``."""
+    return [event(kind, start + index, data, time) for index, (kind, data) in enumerate(entries)]
+
+
+def one_turn_log(turn: int = 1, start: int = 0, time: int = 0) -> list[SessionEvent]:
+    """A balanced turn: turn/start, user "hi", step/start, assistant "hello", step/end, turn/end."""
+    return log(
+        ("turn/start", turn_start(turn)),
+        ("user/message", user_message("hi")),
+        ("step/start", step(turn, 1)),
+        ("assistant/message", assistant_message(turn, 1, text("hello"))),
+        ("step/end", step(turn, 1)),
+        ("turn/end", turn_end(turn)),
+        start=start,
+        time=time,
+    )
+
+
 def meta(id: str, cwd: str | None = None, **extra: Any) -> SessionHeader:
-    """``{version: 1, id, createdAt: 1000, cwd?}`` plus ``extra`` keys."""
+    """``{version: 1, id, createdAt: 1000, cwd?}`` plus ``extra`` wire keys (``parentSession``, ...)."""
     header: dict[str, Any] = {"version": 1, "id": id, "createdAt": 1000}
     if cwd is not None:
         header["cwd"] = cwd
     header.update(extra)
-    return header  # type: ignore[return-value]
+    return parse_session_header(header)
 
 
 def seqs(events: Sequence[SessionEvent]) -> list[int]:
-    return [event["seq"] for event in events]
+    return [event.seq for event in events]
 
 
 def types(events: Sequence[SessionEvent]) -> list[str]:
-    return [event["type"] for event in events]
+    return [event.type for event in events]
 
 
 def texts(events: Sequence[SessionEvent]) -> list[str]:
-    """The JSON text of each event (what "byte-identical" compares)."""
-    return [dumps_json(event) for event in events]
+    """The JSON line of each event (what "byte-identical" compares)."""
+    return [session_event_line(event) for event in events]
 
 
 def open_turn(turn: int, start: int) -> list[SessionEvent]:
@@ -63,8 +130,8 @@ def short_turn(turn: int, start: int) -> list[SessionEvent]:
 
 def replay(session: Session, events: Sequence[SessionEvent]) -> None:
     """Append ``events``' types and data to the live ``session`` (fresh seqs and times)."""
-    for event in events:
-        session.append(event["type"], json.loads(dumps_json(event["data"])))
+    for item in events:
+        session.append(item.type, to_json(item.data))  # type: ignore[union-attr]
 
 
 @dataclass
@@ -128,7 +195,9 @@ class Rig:
         made: list[Session] = []
 
         def apply(ctx: Context, _config: object) -> None:
-            made.append(ctx[SESSIONS].create(id, seed=seed, meta={} if cwd is None else {"cwd": cwd}))
+            made.append(
+                ctx[SESSIONS].create(id, seed=seed, meta=SessionMeta() if cwd is None else SessionMeta(cwd=cwd))
+            )
 
         fiber = await self.ctx.plugin(PluginSpec(name=f"creator of {id}", apply=apply, inject=["sessions"]))
         return fiber, made[0]

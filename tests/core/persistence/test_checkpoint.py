@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh.core.llm import GenerateOptions, StreamChunk
+from dsh.core.llm import GenerateOptions, StreamChunk, to_json
 from dsh.core.persistence import MemoryPersistence, MemoryStorage
 from dsh.core.session import SESSION_CHECKPOINT, Session
 from dsh.core.tools import define_tool
@@ -23,7 +23,7 @@ async def test_the_memory_backend_holds_each_finished_step_at_the_next_request()
 
     def stored_types() -> list[str]:
         ((_, events),) = storage.logs.values()
-        return [event["type"] for event in events]
+        return [event.type for event in events]
 
     def looking(chunks: list[StreamChunk]) -> Any:
         def entry(_options: GenerateOptions) -> list[StreamChunk]:
@@ -60,6 +60,6 @@ async def test_a_failed_checkpoint_fails_the_step_before_the_model_is_called() -
         agent.send([{"type": "text", "text": "hello"}])
         await agent.when_idle()
         assert h.model.requests == []
-        (end,) = [event["data"] for event in agent.session.events if event["type"] == "turn/end"]
+        (end,) = [to_json(event.data) for event in agent.session.events if event.type == "turn/end"]  # type: ignore[union-attr]
         assert end["reason"]["kind"] == "error"
         assert "disk full" in end["reason"]["message"]

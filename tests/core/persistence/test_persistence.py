@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from dsh.core.llm import to_json
 from dsh.core.persistence import (
     MISSING,
     SESSION_PERSISTENCE,
@@ -20,7 +21,10 @@ from dsh.core.persistence import (
     SessionPersistence,
     StoredPrefix,
     assert_serializable,
+    data_text,
     escape_lone_surrogates,
+    event_text,
+    header_text,
     seed_covers_prefix,
 )
 from dsh.core.session import (
@@ -30,12 +34,27 @@ from dsh.core.session import (
     Session,
     SessionEvent,
     SessionHeader,
+    SessionMeta,
     SessionStore,
+    UntypedEvent,
     dumps_json,
+    parse_session_event_line,
 )
 from dsh.kernel import Context, KernelError, PluginSpec
-from tests.core.persistence.helpers import CWD, BackendKit, Rig, meta, one_user_turn, replay, seqs, texts
-from tests.core.session.helpers import event, one_turn_log, user_message
+from tests.core.persistence.helpers import (
+    CWD,
+    BackendKit,
+    Rig,
+    event,
+    meta,
+    one_turn_log,
+    one_user_turn,
+    replay,
+    seqs,
+    text,
+    texts,
+    user_message,
+)
 
 
 @pytest.fixture
@@ -161,16 +180,19 @@ def test_rejects_a_same_envelope_event_with_mutated_data() -> None:
     """rejects a same-envelope event with mutated data"""
     stored = one_turn_log()
     seed = one_turn_log()
-    seed[1]["data"]["content"][0]["text"] = "mutated"
+    seed[1] = event("user/message", 1, user_message("mutated"))
     assert seed_covers_prefix(seed, stored[:1]) is True
     assert seed_covers_prefix(seed, stored[:2]) is False
 
 
 def test_a_reordered_payload_does_not_cover_the_prefix() -> None:
-    """(key order is part of the serialized text seedCoversPrefix compares)"""
-    stored = [event("step/start", 0, {"turn": 1, "step": 1})]
-    seed = [event("step/start", 0, {"step": 1, "turn": 1})]
+    """(key order is part of the serialized text seedCoversPrefix compares; typed payloads have one order)"""
+    stored = [event("x/custom", 0, {"turn": 1, "step": 1})]
+    seed = [event("x/custom", 0, {"step": 1, "turn": 1})]
     assert seed_covers_prefix(seed, stored) is False
+    assert seed_covers_prefix([event("step/start", 0, {"step": 1, "turn": 1})], one_turn_log()[2:3]) is False
+    typed = [event("step/start", 0, {"step": 1, "turn": 1})]
+    assert seed_covers_prefix(typed, [event("step/start", 0, {"turn": 1, "step": 1})]) is True
 
 
 def test_accepts_json_serializable_event_data() -> None:
@@ -182,13 +204,15 @@ def test_accepts_json_serializable_event_data() -> None:
 
 def test_rejects_non_json_serializable_event_data_with_type_and_seq_context() -> None:
     """rejects non-JSON-serializable event data with type and seq context"""
-    bad = event("user/message", 0, {"content": {1, 2}})
-    with pytest.raises(PersistenceError, match=r'"user/message".*seq 0') as raised:
+    bad = UntypedEvent(type="x/note", seq=0, time=0, data={"content": {1, 2}})
+    with pytest.raises(PersistenceError, match=r'"x/note".*seq 0') as raised:
         assert_serializable([bad])
     assert raised.value.code == "NOT_SERIALIZABLE"
-    later = [*one_turn_log(), event("usage", 6, {"usage": float("nan")})]
-    with pytest.raises(PersistenceError, match=r'event "usage" carries non-JSON-serializable data \(seq 6\)'):
+    later = [*one_turn_log(), UntypedEvent(type="x/usage", seq=6, time=0, data={"usage": float("nan")})]
+    with pytest.raises(PersistenceError, match=r'event "x/usage" carries non-JSON-serializable data \(seq 6\)'):
         assert_serializable(later)
+    with pytest.raises(PersistenceError, match=r"cannot persist a object: append session event values"):
+        assert_serializable([*one_turn_log(), object()])
 
 
 def test_the_absent_torn_marker_is_a_named_sentinel_distinct_from_zero() -> None:
@@ -206,6 +230,35 @@ def test_escape_lone_surrogates_makes_json_text_utf8_encodable() -> None:
     assert escaped == '{"t":"a\\ud800b\\udfffc","ok":"é😀"}'
     escaped.encode("utf-8")
     assert escape_lone_surrogates(escaped) == escaped
+    assert escape_lone_surrogates('{"ascii":"only"}') == '{"ascii":"only"}'
+
+
+def test_storage_text_escapes_lone_surrogates_and_is_the_codec_text_otherwise() -> None:
+    """(event_text / data_text / header_text: the codec's bytes, or JSON escapes where UTF-8 has no form)"""
+    plain = event("user/message", 0, user_message("héllo"))
+    assert event_text(plain) == '{"type":"user/message","seq":0,"time":0,"data":' + data_text(plain) + "}"
+    assert data_text(plain) == '{"content":[{"type":"text","text":"héllo"}],"source":{"kind":"user"}}'
+    odd = parse_session_event_line(
+        '{"type":"user/message","seq":0,"time":0,"data":{"content":[{"type":"holo","x":"k"}],"source":{"kind":"user"}}}'
+    )
+    lonely = event(
+        "user/message", 3, {"content": [text("a\ud800b"), {"type": "holo", "x": 1}], "source": {"kind": "user"}}
+    )
+    line = event_text(lonely)
+    assert line == (
+        '{"type":"user/message","seq":3,"time":0,"data":{"content":[{"type":"text","text":"a\\ud800b"},'
+        '{"type":"holo","x":1}],"source":{"kind":"user"}}}'
+    )
+    assert data_text(lonely) == line[line.index('"data":') + 7 : -1]
+    assert (
+        event_text(odd)
+        == '{"type":"user/message","seq":0,"time":0,"data":{"content":[{"type":"holo","x":"k"}],"source":{"kind":"user"}}}'
+    )
+    assert header_text(meta("s", CWD)) == '{"type":"session","version":1,"id":"s","createdAt":1000,"cwd":"/w"}'
+    assert (
+        header_text(meta("s\udc00", CWD))
+        == '{"type":"session","version":1,"id":"s\\udc00","createdAt":1000,"cwd":"/w"}'
+    )
 
 
 # --- coordinator edges
@@ -402,22 +455,29 @@ async def test_two_memory_instances_sharing_storage_never_overwrite_each_others_
         await right.dispose()
 
 
-async def test_memory_storage_shares_no_objects_with_callers(rig: Rig, storage: MemoryStorage) -> None:
-    """(what is stored and what is returned are copies)"""
+async def test_memory_storage_shares_immutable_values_but_no_lists_with_callers(
+    rig: Rig, storage: MemoryStorage
+) -> None:
+    """(stored values are the immutable ones appended; every list handed in or out is someone else's)"""
     persistence = await rig.mount()
     header = meta("s1")
     await persistence.create(header)
-    await persistence.append("s1", [event("user/message", 0, user_message("kept"))])
-    header["id"] = "changed"
+    batch = [event("user/message", 0, user_message("kept"))]
+    await persistence.append("s1", batch)
+    batch.clear()
     loaded = await persistence.load("s1")
-    loaded.events[0]["data"]["content"][0]["text"] = "changed"
-    loaded.meta["createdAt"] = 0
+    assert loaded.meta is header
+    assert loaded.events[0] is storage.logs["s1"][1][0]
+    with pytest.raises(AttributeError):
+        loaded.meta.id = "changed"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        loaded.events[0].seq = 5  # type: ignore[misc]
+    loaded.events.clear()
     again = await persistence.load("s1")
-    assert again.events[0]["data"]["content"][0]["text"] == "kept"
-    assert again.meta == meta("s1")
+    assert texts(again.events) == texts([event("user/message", 0, user_message("kept"))])
     listed = await persistence.list()
-    listed[0]["id"] = "changed"
-    assert storage.logs["s1"][0]["id"] == "s1"
+    listed.clear()
+    assert await persistence.list() == [meta("s1")]
 
 
 # ------------------------------------------------------------ resume without a re-read
@@ -451,9 +511,9 @@ async def _persisted_then_loaded(rig: Rig) -> LoadedSession:
 async def test_a_session_seeded_with_the_loaded_events_themselves_is_claimed_without_a_re_read(
     counting: Rig, storage: MemoryStorage
 ) -> None:
-    """(resume hands load()'s events over: identity proves the seed is the stored log)"""
+    """(resume hands load()'s events over: they are the stored log, compared without reading it back)"""
     loaded = await _persisted_then_loaded(counting)
-    session = counting.store.create("s1", seed=loaded.events, meta={"cwd": CWD}, copy_seed=False)
+    session = counting.store.create("s1", seed=loaded.events, meta=SessionMeta(cwd=CWD))
     await counting.init(session)
     assert CountingMemory.reads == 0
     replay(session, one_user_turn(turn=2))
@@ -462,15 +522,31 @@ async def test_a_session_seeded_with_the_loaded_events_themselves_is_claimed_wit
     assert texts(storage.logs["s1"][1]) == texts(session.events)
 
 
-async def test_a_copied_seed_is_still_compared_with_the_stored_log(counting: Rig) -> None:
-    """(a seed of equal but other objects takes the full check, reading storage once)"""
+async def test_an_equal_seed_of_other_objects_is_compared_by_value(counting: Rig, storage: MemoryStorage) -> None:
+    """(a seed decoded afresh is equal to the loaded log by value: claimed, still without a re-read)"""
     loaded = await _persisted_then_loaded(counting)
-    session = counting.store.create("s1", seed=loaded.events, meta={"cwd": CWD})
+    seed = [parse_session_event_line(line) for line in texts(loaded.events)]
+    assert all(fresh is not old for fresh, old in zip(seed, loaded.events, strict=True))
+    session = counting.store.create("s1", seed=seed, meta=SessionMeta(cwd=CWD))
     await counting.init(session)
-    assert CountingMemory.reads == 1
+    assert CountingMemory.reads == 0
+    replay(session, one_user_turn(turn=2))
+    await counting.flush(session)
+    assert seqs(storage.logs["s1"][1]) == list(range(9))
 
 
-async def test_an_identity_claim_needs_the_loaded_session_alive(counting: Rig) -> None:
+async def test_a_seed_differing_from_the_loaded_log_is_an_id_collision(counting: Rig) -> None:
+    """(value comparison: one changed event is enough)"""
+    loaded = await _persisted_then_loaded(counting)
+    seed = list(loaded.events)
+    seed[1] = event("user/message", 1, user_message("something else"))
+    session = counting.store.create("s1", seed=seed, meta=SessionMeta(cwd=CWD))
+    with pytest.raises(PersistenceError, match=r"already persisted with 6 event\(s\) that do not match"):
+        await counting.init(session)
+    assert CountingMemory.reads == 0
+
+
+async def test_a_claim_without_a_re_read_needs_the_loaded_session_alive(counting: Rig) -> None:
     """(once the caller dropped what load() returned, the seed is compared with storage)"""
     loaded = await _persisted_then_loaded(counting)
     events = loaded.events
@@ -478,7 +554,7 @@ async def test_an_identity_claim_needs_the_loaded_session_alive(counting: Rig) -
     del loaded
     await asyncio.sleep(0)  # the settled chain lets go of its result
     assert gone() is None
-    session = counting.store.create("s1", seed=events, meta={"cwd": CWD}, copy_seed=False)
+    session = counting.store.create("s1", seed=events, meta=SessionMeta(cwd=CWD))
     await counting.init(session)
     assert CountingMemory.reads == 1
 
@@ -488,18 +564,18 @@ async def test_a_loaded_list_cut_short_by_its_caller_is_compared_with_storage(co
     loaded = await _persisted_then_loaded(counting)
     seed = list(loaded.events)
     del loaded.events[3:]
-    session = counting.store.create("s1", seed=seed, meta={"cwd": CWD}, copy_seed=False)
+    session = counting.store.create("s1", seed=seed, meta=SessionMeta(cwd=CWD))
     await counting.init(session)
     assert CountingMemory.reads == 1
 
 
 async def test_a_seed_shorter_than_the_loaded_log_is_an_id_collision(counting: Rig) -> None:
-    """(identity is checked over the whole stored prefix; a shorter seed still collides)"""
+    """(the seed is checked over the whole stored prefix; a shorter seed still collides)"""
     loaded = await _persisted_then_loaded(counting)
-    session = counting.store.create("s1", seed=loaded.events[:4], meta={"cwd": CWD}, copy_seed=False)
+    session = counting.store.create("s1", seed=loaded.events[:4], meta=SessionMeta(cwd=CWD))
     with pytest.raises(PersistenceError, match=r"already persisted with 6 event\(s\) that do not match"):
         await counting.init(session)
-    assert CountingMemory.reads == 1
+    assert CountingMemory.reads == 0
 
 
 async def test_init_references_the_sessions_own_events(rig: Rig, storage: MemoryStorage) -> None:
@@ -545,7 +621,7 @@ async def test_live_adoption_cuts_a_torn_tail_without_closing_the_open_turn(stor
         await rig.close()
 
 
-# --- the write path's snapshot: encoded first, before any other session/event listener
+# --- the write path buffers first, before any other session/event listener
 def _listener_plugin(listener: Callable[[Session, SessionEvent], None]) -> PluginSpec:
     def apply(ctx: Context, _config: object) -> None:
         ctx.on(SESSION_EVENT, listener)
@@ -553,21 +629,26 @@ def _listener_plugin(listener: Callable[[Session, SessionEvent], None]) -> Plugi
     return PluginSpec(name="session/event listener", apply=apply)
 
 
-async def test_the_persisted_copy_is_the_event_as_logged_before_other_listeners_run(
+async def test_the_persisted_event_is_the_logged_value_itself_which_no_listener_can_change(
     rig: Rig, storage: MemoryStorage
 ) -> None:
-    """(the coordinator buffers first: a listener loaded earlier that mutates the event cannot reach storage)"""
+    """(events are immutable: a listener loaded earlier cannot change what reaches storage)"""
+    refused: list[Exception] = []
 
     def vandal(_session: Session, logged: SessionEvent) -> None:
-        logged["data"]["content"][0]["text"] = "MUTATED"
+        try:
+            logged.seq = 99  # type: ignore[misc]
+        except AttributeError as error:
+            refused.append(error)
 
     await rig.ctx.plugin(_listener_plugin(vandal))
     await rig.mount()
     _fiber, session = await rig.live("s1")
     session.append("user/message", user_message("original"))
     await rig.flush(session)
-    assert session.events[0]["data"]["content"][0]["text"] == "MUTATED"
-    assert storage.logs["s1"][1][0]["data"] == user_message("original")
+    assert len(refused) == 1
+    assert storage.logs["s1"][1][0] is session.events[0]
+    assert to_json(storage.logs["s1"][1][0].data) == user_message("original")
 
 
 async def test_an_event_a_later_listener_rejects_is_still_persisted_the_buffer_mirrors_the_log(
@@ -576,7 +657,7 @@ async def test_an_event_a_later_listener_rejects_is_still_persisted_the_buffer_m
     """(Session.append raises after the push: the event is in the log, so it is buffered and written, no seq gap)"""
 
     def veto(_session: Session, logged: SessionEvent) -> None:
-        if logged["type"] == "user/message":
+        if logged.type == "user/message":
             raise ValueError("listener refused")
 
     await rig.ctx.plugin(_listener_plugin(veto))
@@ -591,28 +672,26 @@ async def test_an_event_a_later_listener_rejects_is_still_persisted_the_buffer_m
 
 
 @pytest.mark.parametrize(
-    ("broken", "error"),
-    [
-        ({"type": "turn/start", "seq": 0, "data": {"turn": 1}}, KeyError),
-        ({"type": "turn/start", "seq": True, "time": 0, "data": {"turn": 1}}, TypeError),
-    ],
+    "broken",
+    [{"type": "turn/start", "seq": 0, "data": {"turn": 1}}, ("turn/start", 0, 0, {})],
 )
-async def test_append_rejects_a_batch_with_a_broken_envelope_through_its_awaitable(
-    rig: Rig, storage: MemoryStorage, broken: Any, error: type[Exception]
+async def test_append_rejects_a_batch_holding_no_event_value_through_its_awaitable(
+    rig: Rig, storage: MemoryStorage, broken: Any
 ) -> None:
-    """(an event without a time, or with a bool seq, cannot be written: the append rejects, nothing is stored)"""
+    """(a dict or a tuple is no event: the append rejects, nothing is stored)"""
     persistence = await rig.mount()
     await persistence.create(meta("s1"))
     pending = persistence.append("s1", [broken])
-    with pytest.raises(error):
+    with pytest.raises(PersistenceError, match=r"append session event values") as raised:
         await pending
+    assert raised.value.code == "NOT_SERIALIZABLE"
     assert storage.logs == {}
     await persistence.append("s1", one_user_turn())
     assert seqs(storage.logs["s1"][1]) == [0, 1, 2]
 
 
-async def test_a_backend_receives_the_coordinators_encoded_batch(rig: Rig, storage: MemoryStorage) -> None:
-    """(append_batch gets an encoded batch that encoded_batch hands back as is; reading it decodes afresh)"""
+async def test_a_backend_receives_the_logged_events_themselves(rig: Rig, storage: MemoryStorage) -> None:
+    """(no snapshot, no encoding in the coordinator: append_batch gets the session's own immutable events)"""
     received: list[Sequence[SessionEvent]] = []
 
     class Recording(MemoryPersistence):
@@ -626,6 +705,4 @@ async def test_a_backend_receives_the_coordinators_encoded_batch(rig: Rig, stora
     replay(session, one_user_turn())
     await rig.flush(session)
     [batch] = received
-    assert Recording.encoded_batch(batch) is batch
-    assert texts(list(batch)) == texts(session.events)
-    assert list(batch)[1] is not storage.logs["s1"][1][1]
+    assert all(sent is logged for sent, logged in zip(batch, session.events, strict=True))

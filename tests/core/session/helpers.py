@@ -1,21 +1,25 @@
-"""Builders for session events and logs, shared by the session and persistence tests."""
+"""Builders for session events and logs, shared by the session and persistence tests.
+
+The data builders return the JSON form of an event's ``data`` (what a log line holds,
+what ``Session.append("<type>", data)`` takes); :func:`event`, :func:`log` and
+:func:`one_turn_log` return typed events, decoded from that JSON like a loaded log.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dsh.core.llm.types import ContentBlock, TextBlock
-from dsh.core.session import SessionEvent
+from dsh.core.session import SessionEvent, parse_session_event
 
 
-def text(value: str) -> TextBlock:
-    """A text content block."""
+def text(value: str) -> dict[str, Any]:
+    """A text content block, as JSON."""
     return {"type": "text", "text": value}
 
 
 def event(type: str, seq: int, data: Any, time: int = 0) -> SessionEvent:
-    """A logged event ``{type, seq, time, data}`` in the wire key order."""
-    return {"type": type, "seq": seq, "time": time, "data": data}
+    """The typed event of the log line ``{type, seq, time, data}`` (an unknown type is an UntypedEvent)."""
+    return parse_session_event({"type": type, "seq": seq, "time": time, "data": data})
 
 
 def user_message(value: str) -> dict[str, Any]:
@@ -23,13 +27,13 @@ def user_message(value: str) -> dict[str, Any]:
     return {"content": [text(value)], "source": {"kind": "user"}}
 
 
-def assistant_message(turn: int, step: int, *content: ContentBlock) -> dict[str, Any]:
+def assistant_message(turn: int, step: int, *content: dict[str, Any]) -> dict[str, Any]:
     """``assistant/message`` data."""
     return {"turn": turn, "step": step, "content": list(content)}
 
 
-def tool_call_block(call_id: str, name: str = "bash", arguments: str = "{}") -> ContentBlock:
-    """A ``tool-call`` content block."""
+def tool_call_block(call_id: str, name: str = "bash", arguments: str = "{}") -> dict[str, Any]:
+    """A ``tool-call`` content block, as JSON."""
     return {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
 
 
@@ -54,7 +58,7 @@ def step(turn: int, number: int) -> dict[str, Any]:
 
 
 def log(*entries: tuple[str, Any], start: int = 0, time: int = 0) -> list[SessionEvent]:
-    """Events from ``(type, data)`` pairs with contiguous seqs from ``start``."""
+    """Typed events from ``(type, data)`` pairs with contiguous seqs from ``start``."""
     return [event(kind, start + index, data, time) for index, (kind, data) in enumerate(entries)]
 
 

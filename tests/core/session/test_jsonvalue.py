@@ -1,4 +1,4 @@
-"""JSON values (SPEC §3.2): is_json_value, json_snapshot, dumps_json."""
+"""JSON values (SPEC §3.2): is_json_value, check_json, dumps_json."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh.core.errors import HarnessError
-from dsh.core.session import NotJsonError, dumps_json, is_json_value, json_snapshot
+from dsh.core.session import NotJsonError, dumps_json, is_json_value
 from dsh.core.session.jsonvalue import check_json
 
 
@@ -87,9 +87,9 @@ def test_rejects_every_non_json_value(label: str, value: Any) -> None:
     """Python mapping of the JS cases: tuples, sets, bytes, objects, NaN/inf, non-str keys, cycles."""
     assert is_json_value(value) is False
     with pytest.raises(NotJsonError, match="not a JSON value"):
-        json_snapshot(value)
+        check_json(value)
     with pytest.raises(NotJsonError):
-        json_snapshot({"wrapped": [value]})
+        check_json({"wrapped": [value]})
 
 
 @pytest.mark.parametrize(
@@ -98,66 +98,37 @@ def test_rejects_every_non_json_value(label: str, value: Any) -> None:
 )
 def test_accepts_plain_json_values(value: Any) -> None:
     assert is_json_value(value) is True
-    copy = json_snapshot(value)
-    assert copy == value
-    assert type(copy) is type(value)
+    check_json(value)
 
 
 def test_accepts_the_same_object_twice_without_a_cycle() -> None:
     shared = {"x": [1, 2]}
     value: Any = {"a": shared, "b": [shared, shared]}
     assert is_json_value(value)
-    copy = json_snapshot(value)
-    assert copy == value
-    assert copy["a"] is not copy["b"][0]
-    assert copy["b"][0] is not copy["b"][1]
+    check_json(value)
 
 
-def test_snapshot_shares_nothing_with_its_input() -> None:
-    value: Any = {"list": [{"deep": ["x"]}], "obj": {"k": {"v": 1}}}
-    copy = json_snapshot(value)
-    copy["list"][0]["deep"].append("y")
-    copy["obj"]["k"]["v"] = 2
-    assert value == {"list": [{"deep": ["x"]}], "obj": {"k": {"v": 1}}}
-    value["list"].append("z")
-    assert copy["list"] == [{"deep": ["x", "y"]}]
-
-
-def test_accepts_dict_and_list_subclasses_and_returns_plain_copies() -> None:
+def test_accepts_dict_and_list_subclasses() -> None:
     frozen = FrozenDict(a=FrozenList([1, FrozenDict(b="c")]))
     ordered = OrderedDict([("z", 1), ("a", 2)])
     assert is_json_value(frozen)
-    copy = json_snapshot({"frozen": frozen, "ordered": ordered})
-    assert copy == {"frozen": {"a": [1, {"b": "c"}]}, "ordered": {"z": 1, "a": 2}}
-    assert type(copy["frozen"]) is dict
-    assert type(copy["frozen"]["a"]) is list
-    assert type(copy["frozen"]["a"][1]) is dict
-    assert type(copy["ordered"]) is dict
-    assert list(copy["ordered"]) == ["z", "a"]
+    assert is_json_value({"frozen": frozen, "ordered": ordered})
+    assert is_json_value(FrozenList([FrozenDict(x=FrozenList([0.5]))]))
+    with pytest.raises(NotJsonError, match=r"\$\[0\]\.bad"):
+        check_json(FrozenList([FrozenDict(bad={1})]))
 
 
-def test_accepts_str_int_float_subclasses_as_their_plain_values() -> None:
+def test_accepts_str_int_float_subclasses() -> None:
     value: Any = {Name("key"): [Name("v"), Level.HIGH, Ratio(0.5)], "top": Level.HIGH}
     assert is_json_value(value)
-    copy = json_snapshot(value)
-    assert copy == {"key": ["v", 3, 0.5], "top": 3}
-    key = next(iter(copy))
-    assert type(key) is str
-    assert [type(item) for item in copy["key"]] == [str, int, float]
-    assert type(copy["top"]) is int
-    assert json_snapshot([Level.HIGH]) == [3]
-
-
-def test_scalars_come_back_unchanged() -> None:
-    word = "same"
-    assert json_snapshot(word) is word
-    assert json_snapshot(None) is None
-    assert json_snapshot(True) is True
+    assert is_json_value([Level.HIGH])
+    assert is_json_value(Name("top"))
+    assert is_json_value(Ratio(1.5))
 
 
 def test_not_json_error_names_the_path_and_the_reason() -> None:
     with pytest.raises(NotJsonError) as caught:
-        json_snapshot({"data": {"content": [{"ok": 1}, {"weird key": float("inf")}]}})
+        check_json({"data": {"content": [{"ok": 1}, {"weird key": float("inf")}]}})
     error = caught.value
     assert error.path == '$.data.content[1]["weird key"]'
     assert error.reason == "non-finite number inf"
@@ -169,22 +140,22 @@ def test_not_json_error_names_the_path_and_the_reason() -> None:
 
 def test_not_json_error_at_the_root_and_for_keys_and_cycles() -> None:
     with pytest.raises(NotJsonError) as root_error:
-        json_snapshot((1,))
+        check_json((1,))
     assert root_error.value.path == "$"
     assert "tuple" in root_error.value.reason
     with pytest.raises(NotJsonError) as key_error:
-        json_snapshot({"a": {2: "x"}})
+        check_json({"a": {2: "x"}})
     assert key_error.value.path == "$.a"
     assert "non-string key 2" in key_error.value.reason
     with pytest.raises(NotJsonError) as cycle_error:
-        json_snapshot(_cyclic_dict())
+        check_json(_cyclic_dict())
     assert cycle_error.value.path == "$.self.inner[0]"
     assert "cycle" in cycle_error.value.reason
     with pytest.raises(NotJsonError) as list_cycle:
-        json_snapshot(_cyclic_list())
+        check_json(_cyclic_list())
     assert list_cycle.value.path == "$[1]"
     with pytest.raises(NotJsonError) as custom:
-        json_snapshot([object()])
+        check_json([object()])
     assert "builtins.object object" in custom.value.reason
 
 
@@ -200,7 +171,7 @@ def test_nesting_deeper_than_the_recursion_limit_is_rejected() -> None:
         value = [value]
     assert is_json_value(value) is False
     with pytest.raises(NotJsonError, match="nesting too deep"):
-        json_snapshot(value)
+        check_json(value)
 
 
 def test_a_rejected_value_does_not_poison_the_next_check() -> None:
@@ -242,17 +213,6 @@ def test_dumps_json_serves_several_threads_at_once() -> None:
             assert list(pool.map(dumps_json, values)) == expected
 
 
-@pytest.mark.parametrize(("label", "value"), NOT_JSON, ids=[label for label, _ in NOT_JSON])
-def test_check_json_rejects_what_json_snapshot_rejects(label: str, value: Any) -> None:
-    """check_json gives json_snapshot's verdict and error, without a copy."""
-    with pytest.raises(NotJsonError) as checked:
-        check_json({"wrapped": [value]})
-    with pytest.raises(NotJsonError) as snapshotted:
-        json_snapshot({"wrapped": [value]})
-    assert checked.value.path == snapshotted.value.path
-    assert checked.value.reason == snapshotted.value.reason
-
-
 def test_check_json_accepts_json_and_subclasses_and_changes_nothing() -> None:
     frozen = FrozenDict(a=FrozenList([1, FrozenDict(b="c")]))
     value: Any = {"plain": [1, 2.5, None, True, "s", {"k": []}], "frozen": frozen, Name("key"): Level.HIGH}
@@ -272,29 +232,6 @@ def _deep(levels: int) -> list[Any]:
     return value
 
 
-def test_snapshot_of_subclassed_containers_inside_plain_ones_is_plain() -> None:
-    """A frozen container reached through plain ones is copied plain, at any depth."""
-    value: Any = {"outer": [FrozenDict(x=FrozenList([FrozenDict(y=1)])), OrderedDict(z=[2])], "f": 0.25}
-    copy = json_snapshot(value)
-    assert copy == {"outer": [{"x": [{"y": 1}]}, {"z": [2]}], "f": 0.25}
-    assert type(copy["outer"][0]) is dict
-    assert type(copy["outer"][0]["x"]) is list
-    assert type(copy["outer"][1]) is dict
-    assert json_snapshot([FrozenList([1]), 0.5]) == [[1], 0.5]
-
-
-def test_snapshot_of_a_top_level_frozen_container_is_plain_and_reports_offenders() -> None:
-    """Logged content handed over frozen (derive copies it) takes the lean walk and comes back plain."""
-    content = FrozenList([FrozenDict(type="text", text="hi"), FrozenDict(type="image", data=[1, 2])])
-    copy = json_snapshot(content)
-    assert copy == [{"type": "text", "text": "hi"}, {"type": "image", "data": [1, 2]}]
-    assert type(copy) is list
-    assert type(copy[0]) is dict
-    assert type(json_snapshot(FrozenDict(a=FrozenList([1])))["a"]) is list
-    with pytest.raises(NotJsonError, match=r"\$\[0\]\.bad"):
-        json_snapshot(FrozenList([FrozenDict(bad={1})]))
-
-
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
@@ -302,29 +239,13 @@ json_values = st.recursive(
 )
 
 
-def _container_ids(value: Any) -> set[int]:
-    found: set[int] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            found.add(id(item))
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            found.add(id(item))
-            stack.extend(item)
-    return found
-
-
 @settings(deadline=None)
 @given(json_values)
-def test_property_snapshot_is_an_equal_independent_json_copy(value: Any) -> None:
-    """Every JSON value is accepted; its snapshot is equal, plain, and shares no container."""
+def test_property_every_json_value_is_accepted_and_serializes_back_equal(value: Any) -> None:
+    """Every JSON value is accepted and dumps_json writes it back equal."""
     assert is_json_value(value)
-    copy = json_snapshot(value)
-    assert copy == value
-    assert json.loads(dumps_json(copy)) == value
-    assert _container_ids(copy).isdisjoint(_container_ids(value))
+    check_json(value)
+    assert json.loads(dumps_json(value)) == value
 
 
 bad_leaves = st.sampled_from([(1,), {1}, b"b", float("nan"), float("inf"), object()])
@@ -345,7 +266,7 @@ def test_property_one_bad_leaf_anywhere_is_rejected(value: Any, bad: Any, data: 
         target.append(bad)
     assert not is_json_value(value)
     with pytest.raises(NotJsonError):
-        json_snapshot(value)
+        check_json(value)
 
 
 def _walk(value: Any) -> list[Any]:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from dsh.core.errors import HarnessError
+from dsh.core.llm import UNSET, to_json
 from dsh.core.session import (
     SESSION_CREATED,
     SESSION_EVENT,
@@ -14,7 +15,11 @@ from dsh.core.session import (
     SESSIONS,
     Session,
     SessionEvent,
+    SessionHeader,
+    SessionMeta,
     SessionStore,
+    UserMessageEvent,
+    header_line,
 )
 from dsh.kernel import Context, EmitEvent, Fiber, KernelError, ParallelEvent, PluginSpec
 from tests.core.session.conftest import PinnedClock
@@ -55,7 +60,7 @@ async def test_rejects_duplicate_ids_and_supports_seeding(store: SessionStore) -
     """rejects duplicate ids and supports seeding"""
     original = store.create("a")
     for entry in one_turn_log():
-        original.append(entry["type"], entry["data"])
+        original.append(type(entry), entry.data)  # type: ignore[union-attr]
     with pytest.raises(HarnessError, match='session "a" already exists') as caught:
         store.create("a")
     assert caught.value.code == "DUPLICATE_SESSION"
@@ -70,22 +75,24 @@ async def test_synthesizes_a_minimal_v1_header_for_a_bare_created_session(
 ) -> None:
     """synthesizes a minimal v1 header for a bare-created session"""
     session = store.create("bare")
-    assert session.header == {"version": 1, "id": "bare", "createdAt": 1_000}
-    assert "cwd" not in session.header
-    assert "parentSession" not in session.header
+    assert session.header == SessionHeader(version=1, id="bare", created_at=1_000)
+    assert session.header.cwd is UNSET
+    assert session.header.parent_session is UNSET
+    assert header_line(session.header) == '{"type":"session","version":1,"id":"bare","createdAt":1000}'
 
 
 async def test_attaches_cwd_and_parent_session_from_meta_to_the_header(store: SessionStore) -> None:
     """attaches cwd and parentSession from meta to the header"""
-    session = store.create("child", meta={"parentSession": "parent", "cwd": "/work/project", "createdAt": 42})
-    assert session.header == {
+    meta = SessionMeta(parent_session="parent", cwd="/work/project", created_at=42)
+    session = store.create("child", meta=meta)
+    assert to_json(session.header) == {
         "version": 1,
         "id": "child",
         "createdAt": 42,
         "cwd": "/work/project",
         "parentSession": "parent",
     }
-    assert list(session.header) == ["version", "id", "createdAt", "cwd", "parentSession"]
+    assert list(to_json(session.header)) == ["version", "id", "createdAt", "cwd", "parentSession"]
 
 
 async def test_rejects_a_non_absolute_meta_cwd(root: Context, store: SessionStore) -> None:
@@ -93,12 +100,14 @@ async def test_rejects_a_non_absolute_meta_cwd(root: Context, store: SessionStor
     created: list[Session] = []
     root.on(SESSION_CREATED, created.append)
     with pytest.raises(HarnessError, match='session cwd must be an absolute path, got "relative/dir"') as caught:
-        store.create("s", meta={"cwd": "relative/dir"})
+        store.create("s", meta=SessionMeta(cwd="relative/dir"))
     assert caught.value.code == "INVALID_CWD"
     assert store.get("s") is None
     assert store.list() == []
     assert created == []
-    assert store.create("s", meta={"cwd": "/abs"}).header["cwd"] == "/abs"
+    with pytest.raises(HarnessError, match="must be an absolute path"):
+        store.create("s", meta=SessionMeta(cwd=""))
+    assert store.create("s", meta=SessionMeta(cwd="/abs")).header.cwd == "/abs"
 
 
 async def test_a_bare_session_constructed_without_the_store_still_exposes_a_v1_header(
@@ -106,7 +115,7 @@ async def test_a_bare_session_constructed_without_the_store_still_exposes_a_v1_h
 ) -> None:
     """a bare Session() constructed without the store still exposes a v1 header"""
     session = Session("lonely")
-    assert session.header == {"version": 1, "id": "lonely", "createdAt": 1_000}
+    assert session.header == SessionHeader(version=1, id="lonely", created_at=1_000)
     assert session.on_append is None
 
 
@@ -237,7 +246,7 @@ async def test_an_invalid_seed_registers_nothing(root: Context, store: SessionSt
     created: list[Session] = []
     root.on(SESSION_CREATED, created.append)
     bad = one_turn_log()
-    bad[1]["seq"] = 7
+    bad[1] = one_turn_log(start=6)[1]
     with pytest.raises(HarnessError, match="seed must be contiguous from 0"):
         store.create("seeded", seed=bad)
     assert store.list() == []
@@ -255,7 +264,7 @@ async def test_seeded_events_are_not_emitted_and_session_created_sees_the_seed(
     assert logged == []
     assert seen_events == [6]
     session.append("user/message", user_message("next"))
-    assert [event["seq"] for event in logged] == [6]
+    assert [event.seq for event in logged] == [6]
 
 
 async def test_a_throwing_session_event_listener_fails_the_append_after_the_push(
@@ -269,7 +278,9 @@ async def test_a_throwing_session_event_listener_fails_the_append_after_the_push
     with pytest.raises(RuntimeError, match="persistence down"):
         session.append("user/message", user_message("x"))
     assert session.seq == 1
-    assert session.events[0]["data"]["content"] == [text("x")]
+    logged = session.events[0]
+    assert type(logged) is UserMessageEvent
+    assert to_json(logged.data.content) == [text("x")]
 
 
 async def test_default_ids_come_from_a_per_store_counter(store: SessionStore) -> None:
@@ -282,7 +293,7 @@ async def test_default_ids_come_from_a_per_store_counter(store: SessionStore) ->
 
 async def test_meta_created_at_zero_is_kept(store: SessionStore) -> None:
     """``createdAt ?? now``: a falsy 0 is a value, not absence."""
-    assert store.create("z", meta={"createdAt": 0}).header["createdAt"] == 0
+    assert store.create("z", meta=SessionMeta(created_at=0)).header.created_at == 0
 
 
 async def test_session_flush_is_an_awaited_parallel_event(root: Context, store: SessionStore) -> None:

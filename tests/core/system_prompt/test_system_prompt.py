@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsh.core.llm.types import ToolSchema
+from dsh.core.llm import ToolSchema
 from dsh.core.system_prompt import (
     SYSTEM_PROMPT,
     SYSTEM_PROMPT_ASSEMBLE,
@@ -33,7 +33,7 @@ async def root() -> AsyncIterator[Context]:
 
 
 def schema(name: str, parameters: dict[str, Any] | None = None) -> ToolSchema:
-    return {"name": name, "description": f"the {name} tool", "parameters": parameters or {"type": "object"}}
+    return ToolSchema(name=name, description=f"the {name} tool", parameters=parameters or {"type": "object"})
 
 
 def names(assembly: PromptAssembly) -> list[str]:
@@ -70,7 +70,7 @@ async def test_removes_contributions_when_the_contributing_fiber_is_disposed_hmr
     fiber.ctx[SYSTEM_PROMPT].tools(lambda: [schema("plugin_tool")])
     before = await root[SYSTEM_PROMPT].assemble()
     assert names(before) == ["base", "plugin"]
-    assert [tool["name"] for tool in before.tools] == ["plugin_tool"]
+    assert [tool.name for tool in before.tools] == ["plugin_tool"]
 
     await fiber.dispose()
 
@@ -178,7 +178,11 @@ async def test_lets_a_waterfall_listener_short_circuit_by_not_calling_next(root:
 async def test_assembles_snapshots_so_one_step_mutations_do_not_leak_into_future_assemblies(
     root: Context,
 ) -> None:
-    """assembles snapshots so one-step mutations do not leak into future assemblies"""
+    """assembles snapshots so one-step mutations do not leak into future assemblies
+
+    With immutable sections and schemas the snapshot is the assembly's own lists: the
+    values in them are shared and cannot be changed in place.
+    """
     prompt = root[SYSTEM_PROMPT]
     section = PromptSection("persona", 0, "You are dsh.")
     tool = schema("read", {"type": "object", "properties": {"path": {"type": "string"}}})
@@ -186,85 +190,27 @@ async def test_assembles_snapshots_so_one_step_mutations_do_not_leak_into_future
     prompt.tools(lambda: [tool])
 
     first = await prompt.assemble()
-    first.sections[0].name = "mutated"
-    first.sections[0].text = "mutated text"
+    with pytest.raises(AttributeError):
+        first.sections[0].name = "mutated"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        first.sections[0].text = "mutated text"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        first.tools[0].name = "mutated"  # type: ignore[misc]
     first.sections.append(PromptSection("extra", 1, "extra"))
-    first.tools[0]["name"] = "mutated"
-    first.tools[0]["description"] = "mutated"
-    first.tools[0]["parameters"]["properties"]["path"]["type"] = "number"
+    first.sections[0] = PromptSection("replaced", 0, "replaced")
+    first.tools[0] = schema("replaced")
+    first.tools.append(schema("extra"))
 
     second = await prompt.assemble()
     assert names(second) == ["persona"]
     assert render_prompt(second) == "You are dsh."
     assert second.tools == [schema("read", {"type": "object", "properties": {"path": {"type": "string"}}})]
-    assert section.name == "persona"
-    assert tool["parameters"]["properties"]["path"]["type"] == "string"
+    assert second.sections[0] is section
+    assert second.tools[0] is tool
 
 
-async def test_snapshots_copy_parameters_of_any_shape_deeply(root: Context) -> None:
-    """(extra) JSON parameters are copied level by level; other values (a tuple, a cycle) deeply as well"""
-    prompt = root[SYSTEM_PROMPT]
-    inner = ["a", "b"]
-    odd: dict[str, Any] = {"type": "object", "enum": (inner, 1.5, True, None)}
-    cyclic: dict[str, Any] = {"type": "object", "minimum": 0}
-    cyclic["self"] = cyclic
-    plain: dict[str, Any] = {
-        "type": "object",
-        "properties": {"n": {"type": "number", "default": 1.5}},
-        "required": ["n"],
-    }
-    prompt.tools(lambda: [schema("odd", odd), schema("cyclic", cyclic), schema("plain", plain)])
-
-    odd_copy, cyclic_copy, plain_copy = [tool["parameters"] for tool in (await prompt.assemble()).tools]
-
-    assert odd_copy == odd
-    assert odd_copy is not odd
-    assert odd_copy["enum"][0] == inner
-    assert odd_copy["enum"][0] is not inner
-    assert cyclic_copy is not cyclic
-    assert cyclic_copy["self"] is cyclic_copy
-    assert cyclic_copy["minimum"] == 0
-    assert plain_copy == plain
-    assert plain_copy["properties"]["n"] is not plain["properties"]["n"]
-    assert plain_copy["required"] is not plain["required"]
-
-
-class _Schema(dict[str, Any]):
-    """A dict subclass (marshal refuses it): copied through the generic path, keeping its class."""
-
-
-class _Marker:
-    """A custom object (marshal refuses it)."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-
-
-async def test_parameters_marshal_cannot_hold_are_still_copied_deeply(root: Context) -> None:
-    """(extra) subclasses and custom objects are copied level by level or deeply; a cycle among them too"""
-    prompt = root[SYSTEM_PROMPT]
-    subclassed: dict[str, Any] = {"type": "object", "properties": _Schema(n={"type": "number"})}
-    marker = _Marker("m")
-    custom: dict[str, Any] = {"type": "object", "x-marker": marker, "enum": ["a"]}
-    cyclic: dict[str, Any] = {"type": "object", "x-marker": _Marker("c")}
-    cyclic["self"] = cyclic
-    prompt.tools(lambda: [schema("sub", subclassed), schema("custom", custom), schema("cyclic", cyclic)])
-
-    sub_copy, custom_copy, cyclic_copy = [tool["parameters"] for tool in (await prompt.assemble()).tools]
-
-    assert type(sub_copy["properties"]) is _Schema
-    assert sub_copy == subclassed
-    assert sub_copy["properties"]["n"] is not subclassed["properties"]["n"]
-    assert custom_copy["x-marker"] is not marker
-    assert custom_copy["x-marker"].label == "m"
-    assert custom_copy["enum"] == ["a"]
-    assert custom_copy["enum"] is not custom["enum"]
-    assert cyclic_copy["self"] is cyclic_copy
-    assert cyclic_copy["x-marker"] is not cyclic["x-marker"]
-
-
-async def test_sections_are_shallow_copies_sharing_the_text_callable(root: Context) -> None:
-    """(extra) a snapshot section is a copy whose callable text is the registered one"""
+async def test_sections_are_shared_with_their_text_callable(root: Context) -> None:
+    """(extra) an assembly holds the registered (immutable) section itself, callable text included"""
 
     def dynamic() -> str:
         return "dynamic"
@@ -274,31 +220,26 @@ async def test_sections_are_shallow_copies_sharing_the_text_callable(root: Conte
 
     assembly = await root[SYSTEM_PROMPT].assemble()
 
-    assert assembly.sections[0] is not section
-    assert assembly.sections[0] == section
-    assert type(assembly.sections[0]) is PromptSection
+    assert assembly.sections[0] is section
     assert assembly.sections[0].text is dynamic
+    assert render_prompt(assembly) == "dynamic"
 
 
-async def test_a_section_subclass_is_copied_as_itself_with_its_own_attributes(root: Context) -> None:
-    """(extra) a PromptSection subclass snapshot keeps its class and extra state (``copy.copy`` semantics)"""
+async def test_a_section_subclass_is_handed_out_as_itself(root: Context) -> None:
+    """(extra) a frozen PromptSection subclass keeps its class and extra fields in the assembly"""
 
-    @dataclass
+    @dataclass(frozen=True)
     class Tagged(PromptSection):
         tag: str = "plain"
 
     section = Tagged("tagged", 0, "text", tag="special")
-    section.note = "instance attribute"  # type: ignore[attr-defined]
     root[SYSTEM_PROMPT].section(section)
 
-    [copied] = (await root[SYSTEM_PROMPT].assemble()).sections
+    [assembled] = (await root[SYSTEM_PROMPT].assemble()).sections
 
-    assert copied is not section
-    assert type(copied) is Tagged
-    assert copied == section
-    assert copied.note == "instance attribute"  # type: ignore[attr-defined]
-    copied.tag = "mutated"
-    assert section.tag == "special"
+    assert assembled is section
+    assert type(assembled) is Tagged
+    assert assembled.tag == "special"
 
 
 async def test_sorts_stably_so_equal_orders_keep_registration_order(root: Context) -> None:
@@ -383,7 +324,7 @@ async def test_cleans_up_tool_providers_on_fiber_dispose(root: Context) -> None:
     before = fiber.effect_count
     fiber.ctx[SYSTEM_PROMPT].tools(provider)
     assert fiber.effect_count == before + 1
-    assert [tool["name"] for tool in (await root[SYSTEM_PROMPT].assemble()).tools] == ["plugin_tool"]
+    assert [tool.name for tool in (await root[SYSTEM_PROMPT].assemble()).tools] == ["plugin_tool"]
 
     await fiber.dispose()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh.core.llm.types import ContentBlock
+from dsh.core.llm import ContentBlock, text
 from dsh.core.system_prompt import SystemPrompt
 from dsh.core.tools import ToolDefinition, ToolExecution, ToolRegistry
 from dsh.kernel import Context
@@ -21,8 +21,8 @@ async def boot() -> Context:
 def text_tool(name: str, reply: str = "ok", **fields: Any) -> ToolDefinition:
     """A raw tool that answers ``reply`` as one text block."""
 
-    async def execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
-        return [{"type": "text", "text": reply}]
+    async def execute(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
+        return (text(reply),)
 
     return ToolDefinition(
         name=name,
@@ -36,7 +36,7 @@ def text_tool(name: str, reply: str = "ok", **fields: Any) -> ToolDefinition:
 def failing_tool(name: str, error: BaseException) -> ToolDefinition:
     """A raw tool whose every call raises ``error``."""
 
-    async def execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+    async def execute(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         raise error
 
     return ToolDefinition(name=name, description="fails", parameters={"type": "object"}, execute=execute)

@@ -3,7 +3,7 @@
 # No ``from __future__ import annotations`` here: some tool functions below are
 # defined inside tests, and their annotations must resolve without module globals.
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -11,7 +11,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.core.errors import ToolArgsError
-from dsh.core.llm.types import ContentBlock
+from dsh.core.llm import UNSET, ContentBlock, ImageBlock, TextBlock, text, to_json
+from dsh.core.session import ToolErrorInfo
 from dsh.core.tools import (
     TOOLS,
     ToolExecution,
@@ -32,10 +33,10 @@ async def root() -> AsyncIterator[Context]:
     await ctx.dispose()
 
 
-def text_of(result: list[ContentBlock]) -> str:
+def text_of(result: Sequence[ContentBlock]) -> str:
     [block] = result
-    assert block["type"] == "text"
-    return block["text"]
+    assert type(block) is TextBlock
+    return block.text
 
 
 async def read_file(path: str, limit: int = 100) -> str:
@@ -67,7 +68,7 @@ async def test_tool_from_function_builds_the_schema_from_the_signature() -> None
 
     assert tool.name == "read_file"
     assert tool.description == "Read a text file."
-    assert tool.strict is None
+    assert tool.strict is UNSET
     assert tool.parameters == {
         "type": "object",
         "properties": {"path": {"type": "string"}, "limit": {"default": 100, "type": "integer"}},
@@ -79,7 +80,7 @@ async def test_tool_from_function_runs_with_validated_arguments_and_defaults(roo
     """(authoring) a str return becomes one text block; omitted optionals take their defaults"""
     root[TOOLS].register(tool_from_function(read_file))
 
-    assert (await root[TOOLS].execute(call("read_file", {"path": "a.txt"}))).to_json() == {
+    assert to_json(await root[TOOLS].execute(call("read_file", {"path": "a.txt"}))) == {
         "callId": "c1",
         "content": [{"type": "text", "text": "a.txt:100"}],
         "isError": False,
@@ -93,7 +94,7 @@ async def test_tool_from_function_reports_readable_violations(root: Context) -> 
 
     result = await root[TOOLS].execute(call("read_file", {"limit": True}))
 
-    assert result.error == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
+    assert result.error == ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
     assert text_of(result.content) == (
         'Error: invalid arguments: missing required property "path"; "limit" must be an integer'
     )
@@ -116,20 +117,17 @@ async def test_tool_from_function_passes_the_execution_to_a_parameter_annotated_
     """(authoring) a ToolExecution parameter receives the call and is hidden from the model"""
     seen: list[ToolExecution] = []
 
-    async def stop(reason: str, execution: ToolExecution) -> list[ContentBlock]:
+    async def stop(reason: str, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         """Stop the call."""
         seen.append(execution)
         assert execution.signal is not None
-        return [{"type": "text", "text": reason}, {"type": "text", "text": str(execution.signal.aborted)}]
+        return (text(reason), text(str(execution.signal.aborted)))
 
     tool = tool_from_function(stop)
     execution = ToolExecution(call_id="s", name="stop", arguments={"reason": "r"}, signal=AbortController().signal)
 
     assert list(tool.parameters["properties"]) == ["reason"]
-    assert await tool.execute({"reason": "r"}, execution) == [
-        {"type": "text", "text": "r"},
-        {"type": "text", "text": "False"},
-    ]
+    assert await tool.execute({"reason": "r"}, execution) == (text("r"), text("False"))
     assert seen == [execution]
 
 
@@ -217,24 +215,33 @@ async def test_tool_from_function_refuses_what_it_cannot_describe() -> None:
 
 
 async def test_a_body_returning_neither_text_nor_blocks_is_an_error_result(root: Context) -> None:
-    """(authoring) a list passes through; any other return is reported as an error result"""
+    """(authoring) a tuple passes through, a list becomes a tuple; any other return is an error result"""
+    image = ImageBlock(url="data:x")
 
-    async def blocks() -> list[ContentBlock]:
+    async def blocks() -> tuple[ContentBlock, ...]:
         """Blocks."""
-        return [{"type": "image", "url": "data:x"}]
+        return (image,)
+
+    async def listed() -> list[ContentBlock]:
+        """Listed blocks."""
+        return [image]
 
     async def number() -> int:
         """Number."""
         return 42
 
     root[TOOLS].register(tool_from_function(blocks))
+    root[TOOLS].register(tool_from_function(listed))
     root[TOOLS].register(tool_from_function(number))  # type: ignore[arg-type]
 
-    assert (await root[TOOLS].execute(call("blocks"))).content == [{"type": "image", "url": "data:x"}]
+    assert (await root[TOOLS].execute(call("blocks"))).content == (image,)
+    assert (await root[TOOLS].execute(call("listed"))).content == (image,)
     failed = await root[TOOLS].execute(call("number"))
     assert failed.is_error is True
-    assert text_of(failed.content) == 'Error: tool "number" returned int: return a str or a list of content blocks'
-    assert as_content("t", "x") == [{"type": "text", "text": "x"}]
+    assert text_of(failed.content) == (
+        'Error: tool "number" returned int: return a str or a tuple (or list) of content blocks'
+    )
+    assert as_content("t", "x") == (text("x"),)
 
 
 # ---------------------------------------------------------------------- define_model_tool
@@ -246,7 +253,7 @@ async def test_define_model_tool_builds_the_schema_from_the_model() -> None:
 
     tool = define_model_tool("deploy", "Deploy", DeployArgs, execute)
 
-    assert tool.strict is None
+    assert tool.strict is UNSET
     assert tool.parameters == {
         "type": "object",
         "properties": {
@@ -278,7 +285,7 @@ async def test_define_model_tool_validates_and_reports_violations(root: Context)
     result = await root[TOOLS].execute(call("deploy", {"servers": [{"host": 1, "port": "22"}], "note": 5}))
 
     assert reached == []
-    assert result.error == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
+    assert result.error == ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
     assert text_of(result.content) == (
         'Error: invalid arguments: "servers[0].host" must be a string; '
         '"servers[0].port" must be an integer; "note" must be a string'

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dsh.core.errors import HarnessError, ToolNotFoundError
-from dsh.core.llm.types import ContentBlock
+from dsh.core.llm import UNSET, ContentBlock, ToolSchema, text, to_json
+from dsh.core.session import ToolErrorInfo
 from dsh.core.system_prompt import SYSTEM_PROMPT, SystemPrompt
 from dsh.core.tools import (
     TOOLS,
@@ -62,18 +63,15 @@ async def test_registers_tools_exposes_schemas_and_feeds_the_system_prompt_assem
     tools = root[TOOLS]
     tools.register(text_tool("echo"))
 
-    expected = {
-        "name": "echo",
-        "description": "the echo tool",
-        "parameters": {"type": "object", "properties": {}},
-    }
+    expected = ToolSchema(name="echo", description="the echo tool", parameters={"type": "object", "properties": {}})
     assert tools.schemas() == [expected]
     assert (await root[SYSTEM_PROMPT].assemble()).tools == [expected]
 
 
-async def test_the_assembly_gets_its_own_copy_of_registered_parameters(root: Context) -> None:
-    """(extra) the registry announces its schemas uncopied and the assembly copies them once: mutating one
-    assembly touches neither the registered definition nor the next assembly; strict is announced"""
+async def test_the_assembly_shares_the_definitions_immutable_schema(root: Context) -> None:
+    """(typed values) the registry announces each definition's one schema, uncopied: it is immutable, so an
+    assembly cannot change it, and editing one assembly's list touches neither the registry nor the next
+    assembly; strict is announced"""
     parameters = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     definition = ToolDefinition(
         name="read", description="read", parameters=parameters, execute=text_tool("x").execute, strict=True
@@ -82,15 +80,17 @@ async def test_the_assembly_gets_its_own_copy_of_registered_parameters(root: Con
 
     first = await root[SYSTEM_PROMPT].assemble()
     [schema] = first.tools
-    assert schema == {"name": "read", "description": "read", "parameters": parameters, "strict": True}
-    assert schema["parameters"] is not parameters
-    schema["parameters"]["properties"]["path"]["type"] = "number"
-    schema["parameters"]["required"].append("extra")
-    schema["description"] = "mutated"
+    assert schema == ToolSchema(name="read", description="read", parameters=parameters, strict=True)
+    assert schema is definition.schema
+    assert schema.parameters is parameters
+    with pytest.raises(AttributeError, match="immutable"):
+        schema.description = "mutated"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        definition.description = "mutated"  # type: ignore[misc]
+    first.tools.clear()
 
     [again] = (await root[SYSTEM_PROMPT].assemble()).tools
-    assert again == {"name": "read", "description": "read", "parameters": parameters, "strict": True}
-    assert parameters == {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert again is schema
     assert definition.description == "read"
 
 
@@ -107,9 +107,9 @@ async def test_schemas_drops_the_ui_presentation_callbacks_they_must_never_reach
     )
 
     [schema] = root[TOOLS].schemas()
-    assert sorted(schema) == ["description", "name", "parameters"]
+    assert sorted(to_json(schema)) == ["description", "name", "parameters"]
     [announced] = (await root[SYSTEM_PROMPT].assemble()).tools
-    assert sorted(announced) == ["description", "name", "parameters"]
+    assert sorted(to_json(announced)) == ["description", "name", "parameters"]
 
 
 async def test_schemas_preserves_strict_when_set_allowlist_keeps_the_model_facing_fields(
@@ -120,11 +120,13 @@ async def test_schemas_preserves_strict_when_set_allowlist_keeps_the_model_facin
     root[TOOLS].register(text_tool("strict_off", strict=False))
     root[TOOLS].register(text_tool("unset"))
 
-    by_name = {schema["name"]: schema for schema in root[TOOLS].schemas()}
-    assert by_name["strict_on"].get("strict") is True
-    assert by_name["strict_off"].get("strict") is False
-    assert "strict" not in by_name["unset"]
-    assert list(by_name["strict_on"]) == ["name", "description", "parameters", "strict"]
+    by_name = {schema.name: schema for schema in root[TOOLS].schemas()}
+    assert by_name["strict_on"].strict is True
+    assert by_name["strict_off"].strict is False
+    assert by_name["unset"].strict is UNSET
+    assert "strict" not in to_json(by_name["unset"])
+    assert list(to_json(by_name["strict_on"])) == ["name", "description", "parameters", "strict"]
+    assert to_json(by_name["strict_off"])["strict"] is False
 
 
 async def test_executes_a_tool_and_returns_its_content(root: Context) -> None:
@@ -133,8 +135,8 @@ async def test_executes_a_tool_and_returns_its_content(root: Context) -> None:
 
     result = await root[TOOLS].execute(call("echo", call_id="call-7"))
 
-    assert result == ToolExecutionResult(call_id="call-7", content=[{"type": "text", "text": "hi"}], is_error=False)
-    assert result.to_json() == {
+    assert result == ToolExecutionResult(call_id="call-7", content=(text("hi"),), is_error=False)
+    assert to_json(result) == {
         "callId": "call-7",
         "content": [{"type": "text", "text": "hi"}],
         "isError": False,
@@ -145,9 +147,9 @@ async def test_the_tool_receives_the_arguments_and_the_execution(root: Context) 
     """(extra) execute(args, exec) gets the parsed arguments and the very execution object"""
     seen: list[tuple[Any, ToolExecution]] = []
 
-    async def execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+    async def execute(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         seen.append((args, execution))
-        return []
+        return ()
 
     root[TOOLS].register(ToolDefinition(name="spy", description="spy", parameters={}, execute=execute))
     agent = object()
@@ -159,7 +161,7 @@ async def test_the_tool_receives_the_arguments_and_the_execution(root: Context) 
 
     assert seen == [("not json", execution)]
     assert seen[0][1].agent is agent
-    assert result.content == []
+    assert result.content == ()
     assert result.is_error is False
 
 
@@ -168,7 +170,7 @@ async def test_returns_is_error_results_for_unknown_tools_and_throwing_tools(roo
     root[TOOLS].register(failing_tool("boom", RuntimeError("exploded")))
 
     unknown = await root[TOOLS].execute(call("nope", call_id="u1"))
-    assert unknown.to_json() == {
+    assert to_json(unknown) == {
         "callId": "u1",
         "content": [{"type": "text", "text": 'Error: unknown tool "nope"'}],
         "isError": True,
@@ -176,12 +178,12 @@ async def test_returns_is_error_results_for_unknown_tools_and_throwing_tools(roo
     }
 
     boom = await root[TOOLS].execute(call("boom", call_id="b1"))
-    assert boom.to_json() == {
+    assert to_json(boom) == {
         "callId": "b1",
         "content": [{"type": "text", "text": "Error: exploded"}],
         "isError": True,
     }
-    assert boom.error is None
+    assert boom.error is UNSET
 
 
 async def test_tool_not_found_error_carries_the_tool_name_and_a_stable_code() -> None:
@@ -199,15 +201,13 @@ async def test_lets_tools_execute_waterfall_listeners_veto_a_call_permission_pat
     """lets tools/execute waterfall listeners veto a call (permission pattern)"""
     ran: list[str] = []
 
-    async def execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+    async def execute(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         ran.append("ran")
-        return []
+        return ()
 
     async def deny(execution: ToolExecution, next_: Next) -> ToolExecutionResult:
         if execution.name == "rm":
-            return ToolExecutionResult(
-                call_id=execution.call_id, content=[{"type": "text", "text": "denied"}], is_error=True
-            )
+            return ToolExecutionResult(call_id=execution.call_id, content=(text("denied"),), is_error=True)
         return await next_()
 
     root[TOOLS].register(ToolDefinition(name="rm", description="remove", parameters={}, execute=execute))
@@ -215,7 +215,7 @@ async def test_lets_tools_execute_waterfall_listeners_veto_a_call_permission_pat
 
     result = await root[TOOLS].execute(call("rm", call_id="r1"))
 
-    assert result == ToolExecutionResult(call_id="r1", content=[{"type": "text", "text": "denied"}], is_error=True)
+    assert result == ToolExecutionResult(call_id="r1", content=(text("denied"),), is_error=True)
     assert ran == []
 
 
@@ -225,7 +225,7 @@ async def test_composes_multiple_tools_execute_listeners_sandbox_wrap_pattern(ro
 
     async def execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
         order.append("tool")
-        return [{"type": "text", "text": "inner"}]
+        return [text("inner")]  # a list is accepted and stored as a tuple
 
     def wrapper(label: str) -> Callable[[ToolExecution, Next], Awaitable[ToolExecutionResult]]:
         async def wrap(execution: ToolExecution, next_: Next) -> ToolExecutionResult:
@@ -243,7 +243,7 @@ async def test_composes_multiple_tools_execute_listeners_sandbox_wrap_pattern(ro
     result = await root[TOOLS].execute(call("t"))
 
     assert order == ["first:before", "second:before", "tool", "second:after", "first:after"]
-    assert result.content == [{"type": "text", "text": "inner"}]
+    assert result.content == (text("inner"),)
 
 
 async def test_a_wrapping_listener_sees_a_failing_tool_as_an_error_result(root: Context) -> None:
@@ -262,16 +262,16 @@ async def test_a_wrapping_listener_sees_a_failing_tool_as_an_error_result(root: 
 
     assert seen == [result]
     assert result.is_error is True
-    assert result.content == [{"type": "text", "text": "Error: exploded"}]
+    assert result.content == (text("Error: exploded"),)
 
 
 async def test_a_listener_may_rewrite_the_execution_before_calling_next(root: Context) -> None:
     """(extra) the cooperative style: mutate the shared execution, then delegate"""
     seen: list[Any] = []
 
-    async def execute(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+    async def execute(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         seen.append(args)
-        return []
+        return ()
 
     def sandbox(execution: ToolExecution, next_: Next) -> Awaitable[ToolExecutionResult]:
         execution.arguments = {"cwd": "/sandbox"}
@@ -287,7 +287,7 @@ async def test_a_listener_may_rewrite_the_execution_before_calling_next(root: Co
 
 async def test_a_listener_may_return_a_result_without_awaiting(root: Context) -> None:
     """(extra) a synchronous listener returning a plain result is accepted"""
-    vetoed = ToolExecutionResult(call_id="s1", content=[], is_error=True)
+    vetoed = ToolExecutionResult(call_id="s1", content=(), is_error=True)
     root.on(TOOLS_EXECUTE, lambda execution, next_: vetoed)
 
     assert await root[TOOLS].execute(call("anything", call_id="s1")) is vetoed
@@ -304,7 +304,7 @@ async def test_returns_an_is_error_result_when_a_tools_execute_listener_throws(r
 
     result = await root[TOOLS].execute(call("t", call_id="x1"))
 
-    assert result.to_json() == {
+    assert to_json(result) == {
         "callId": "x1",
         "content": [{"type": "text", "text": "Error: listener failed"}],
         "isError": True,
@@ -326,7 +326,7 @@ async def test_an_async_listener_that_raises_after_awaiting_next_becomes_an_erro
     result = await root[TOOLS].execute(call("t"))
 
     assert result.is_error is True
-    assert result.content == [{"type": "text", "text": "Error: post-processing failed"}]
+    assert result.content == (text("Error: post-processing failed"),)
 
 
 async def test_preserves_structured_error_info_when_a_tools_execute_listener_throws_harness_error(
@@ -341,7 +341,7 @@ async def test_preserves_structured_error_info_when_a_tools_execute_listener_thr
 
     result = await root[TOOLS].execute(call("t", call_id="d1"))
 
-    assert result.to_json() == {
+    assert to_json(result) == {
         "callId": "d1",
         "content": [{"type": "text", "text": "Error: not allowed here"}],
         "isError": True,
@@ -363,21 +363,24 @@ async def test_cancellation_is_never_turned_into_a_result(root: Context) -> None
         await root[TOOLS].execute(call("anything"))
 
 
-async def test_schemas_snapshots_tool_schemas_instead_of_exposing_registry_objects(root: Context) -> None:
-    """schemas() snapshots tool schemas instead of exposing registry objects"""
+async def test_schemas_hands_out_immutable_schemas_in_a_new_list(root: Context) -> None:
+    """schemas() snapshots tool schemas instead of exposing registry objects
+
+    With immutable values the snapshot is the list: each call returns a new one, and
+    the schemas in it are the definitions' own frozen values, shared.
+    """
     parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
     definition = ToolDefinition(name="read", description="read", parameters=parameters, execute=text_tool("x").execute)
     root[TOOLS].register(definition)
 
     first = root[TOOLS].schemas()
-    first[0]["name"] = "mutated"
-    first[0]["parameters"]["properties"]["path"]["type"] = "number"
+    with pytest.raises(AttributeError, match="immutable"):
+        first[0].name = "mutated"  # type: ignore[misc]
     first.clear()
 
     [schema] = root[TOOLS].schemas()
-    assert schema == {"name": "read", "description": "read", "parameters": parameters}
-    assert schema["parameters"] is not parameters
-    assert parameters["properties"] == {"path": {"type": "string"}}
+    assert schema == ToolSchema(name="read", description="read", parameters=parameters)
+    assert schema is definition.schema
 
 
 async def test_rejects_duplicate_names_and_unregisters_on_fiber_dispose_hmr_safety(root: Context) -> None:
@@ -387,7 +390,7 @@ async def test_rejects_duplicate_names_and_unregisters_on_fiber_dispose_hmr_safe
 
     with pytest.raises(ValueError, match=r'^tool "plugin_tool" is already registered$'):
         root[TOOLS].register(text_tool("plugin_tool", reply="other"))
-    assert (await root[TOOLS].execute(call("plugin_tool"))).content == [{"type": "text", "text": "ok"}]
+    assert (await root[TOOLS].execute(call("plugin_tool"))).content == (text("ok"),)
 
     await fiber.dispose()
 
@@ -396,7 +399,7 @@ async def test_rejects_duplicate_names_and_unregisters_on_fiber_dispose_hmr_safe
     assert (await root[SYSTEM_PROMPT].assemble()).tools == []
     assert fiber.effect_count == 0
     root[TOOLS].register(text_tool("plugin_tool", reply="reborn"))
-    assert (await root[TOOLS].execute(call("plugin_tool"))).content == [{"type": "text", "text": "reborn"}]
+    assert (await root[TOOLS].execute(call("plugin_tool"))).content == (text("reborn"),)
 
 
 async def test_a_duplicate_registration_changes_nothing(root: Context) -> None:
@@ -427,10 +430,7 @@ async def test_returns_a_callable_disposer_from_register_that_unregisters_the_to
     assert changes == ["change", "change"]
     dispose()
     assert changes == ["change", "change"]
-    assert (await root[TOOLS].execute(call("t"))).error == {
-        "name": "ToolNotFoundError",
-        "code": "UNKNOWN_TOOL",
-    }
+    assert (await root[TOOLS].execute(call("t"))).error == ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")
 
 
 async def test_rolls_back_the_tool_entry_when_a_tools_change_listener_throws_p1_1(root: Context) -> None:
@@ -467,7 +467,7 @@ async def test_the_registry_provider_belongs_to_the_registry_fiber() -> None:
     await ctx.plugin(SystemPrompt)
     registry_fiber = await ctx.plugin(ToolRegistry)
     ctx[TOOLS].register(text_tool("t"))
-    assert [tool["name"] for tool in (await ctx[SYSTEM_PROMPT].assemble()).tools] == ["t"]
+    assert [tool.name for tool in (await ctx[SYSTEM_PROMPT].assemble()).tools] == ["t"]
 
     await registry_fiber.dispose()
 
@@ -510,9 +510,9 @@ async def test_reports_messages_from_non_error_throws_throw_message(root: Contex
 
     result = await root[TOOLS].execute(call("t"))
 
-    assert result.content == [{"type": "text", "text": "Error: denied by object"}]
+    assert result.content == (text("Error: denied by object"),)
     assert result.is_error is True
-    assert result.error is None
+    assert result.error is UNSET
 
 
 async def test_reports_messages_from_throws_of_non_objects_throw_string(root: Context) -> None:
@@ -524,8 +524,8 @@ async def test_reports_messages_from_throws_of_non_objects_throw_string(root: Co
 
     result = await root[TOOLS].execute(call("t"))
 
-    assert result.content == [{"type": "text", "text": "Error: kaboom"}]
-    assert result.error is None
+    assert result.content == (text("Error: kaboom"),)
+    assert result.error is UNSET
 
 
 async def test_reports_messages_from_throws_of_objects_without_message_property(root: Context) -> None:
@@ -540,8 +540,8 @@ async def test_reports_messages_from_throws_of_objects_without_message_property(
     opaque = await root[TOOLS].execute(call("opaque"))
     odd = await root[TOOLS].execute(call("odd"))
 
-    assert opaque.content == [{"type": "text", "text": "Error: OpaqueError"}]
-    assert odd.content == [{"type": "text", "text": "Error: MessageOnlyError"}]
+    assert opaque.content == (text("Error: OpaqueError"),)
+    assert odd.content == (text("Error: MessageOnlyError"),)
 
 
 # ------------------------------------------------------------------------- ToolRegistry.get

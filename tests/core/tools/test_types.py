@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import typing
 
+import msgspec
 import pytest
 
+import dsh.core.session as session_package
 import dsh.core.system_prompt as system_prompt_package
 import dsh.core.tools as tools_package
 from dsh.core.errors import HarnessError, ToolArgsError
+from dsh.core.llm import UNSET, encode, text, to_json
+from dsh.core.session import ToolErrorInfo
 from dsh.core.system_prompt import SYSTEM_PROMPT_ASSEMBLE, SYSTEM_PROMPT_CHANGE
 from dsh.core.tools import (
     TOOLS_CHANGE,
@@ -16,6 +20,7 @@ from dsh.core.tools import (
     ToolCallKind,
     ToolCallPresentation,
     ToolExecutionResult,
+    ToolResult,
     ToolResultPresentation,
     ToolTerminal,
     failure_message,
@@ -23,16 +28,44 @@ from dsh.core.tools import (
 )
 
 
-def test_tool_execution_result_to_json_keeps_the_wire_key_order() -> None:
+def test_tool_execution_result_encodes_to_the_wire_shape_in_key_order() -> None:
     """(6.1) ToolExecutionResult = {callId, content, isError, error?} (key order)"""
-    plain = ToolExecutionResult(call_id="c", content=[], is_error=False)
+    plain = ToolExecutionResult(call_id="c", content=(), is_error=False)
     failed = ToolExecutionResult(
-        call_id="c", content=[{"type": "text", "text": "x"}], is_error=True, error={"name": "E", "code": "C"}
+        call_id="c", content=(text("x"),), is_error=True, error=ToolErrorInfo(name="E", code="C")
     )
 
-    assert list(plain.to_json()) == ["callId", "content", "isError"]
-    assert list(failed.to_json()) == ["callId", "content", "isError", "error"]
-    assert failed.to_json()["error"] == {"name": "E", "code": "C"}
+    assert encode(plain) == b'{"callId":"c","content":[],"isError":false}'
+    assert list(to_json(failed)) == ["callId", "content", "isError", "error"]
+    assert to_json(failed)["error"] == {"name": "E", "code": "C"}
+    assert plain.error is UNSET
+
+
+def test_results_and_presentations_are_immutable_values() -> None:
+    """(typed values) results and presentations are frozen: a change is a new value, never an edit"""
+    result = ToolExecutionResult(call_id="c", content=(text("x"),), is_error=False)
+    fields: list[tuple[object, str]] = [
+        (result, "content"),
+        (ToolResult(content=(), is_error=False), "is_error"),
+        (ToolCallPresentation(title="t"), "title"),
+        (ToolResultPresentation(), "content"),
+        (ToolTerminal(), "output"),
+    ]
+
+    for value, field in fields:
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(value, field, None)
+    changed = msgspec.structs.replace(result, is_error=True)
+    assert (changed.is_error, result.is_error) == (True, False)
+    assert to_json(ToolResult(content=(text("x"),), is_error=True)) == {
+        "content": [{"type": "text", "text": "x"}],
+        "isError": True,
+    }
+
+
+def test_tool_error_info_has_one_definition() -> None:
+    """(typed values) the tools package re-exports the session's ToolErrorInfo, it defines none"""
+    assert tools_package.ToolErrorInfo is session_package.ToolErrorInfo
 
 
 def test_failure_messages_follow_the_documented_mapping() -> None:
@@ -61,11 +94,11 @@ def test_tool_error_result_attaches_structure_only_for_harness_errors() -> None:
 
     assert args_error == ToolExecutionResult(
         call_id="a",
-        content=[{"type": "text", "text": "Error: invalid arguments: bad"}],
+        content=(text("Error: invalid arguments: bad"),),
         is_error=True,
-        error={"name": "ToolArgsError", "code": "INVALID_ARGS"},
+        error=ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS"),
     )
-    assert plain.to_json() == {
+    assert to_json(plain) == {
         "callId": "b",
         "content": [{"type": "text", "text": "Error: nope"}],
         "isError": True,

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from dsh.acp import Config, MemoryTransport, memory_transport_pair, run_acp
 from dsh.agent_loop import AgentLoop
-from dsh.core.llm import LLM, GenerateOptions, LlmAdapter, StreamChunk
+from dsh.core.llm import LLM, GenerateOptions, LlmAdapter, StreamChunk, to_json
 from dsh.kernel import Context, load_tree
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.scripted import text_response
@@ -317,7 +317,7 @@ GARBAGE: list[bytes] = [
 async def test_a_real_start_py_survives_garbage_and_keeps_stdout_pure(tmp_path: Path) -> None:
     """(issue acceptance) fuzz smoke over real pipes: garbage in, only frames out, a prompt still completes"""
     override = tmp_path / "override.json"
-    override.write_text(json.dumps(HELLO_OVERRIDE), encoding="utf-8")
+    override.write_text(json.dumps(to_json(HELLO_OVERRIDE)), encoding="utf-8")
     fixture = tmp_path / "fixture.jsonl"
     fixture.write_text('{"type":"session","version":1,"id":"x","createdAt":0}\n', encoding="utf-8")
     env = child_env(

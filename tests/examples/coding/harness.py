@@ -20,12 +20,13 @@ import dsh.plugins.tool_bash as tool_bash
 from dsh.agent_loop import AgentLoop
 from dsh.core.agent import AGENTS, Agent, AgentOptions, AgentRegistry, CreateAgentOptions, ResumeAgentOptions
 from dsh.core.llm import LlmService
-from dsh.core.session import SessionEvent, SessionStore
+from dsh.core.session import SessionEvent, SessionMeta, SessionStore
 from dsh.core.system_prompt import SystemPrompt
 from dsh.core.tools import ToolRegistry
 from dsh.kernel import Context, parse_tree
 from dsh.plugins.bash_local import LocalBashExecutor
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
+from dsh.testing.logs import data_json
 
 PROJECT = Path(__file__).resolve().parents[3]
 EXAMPLE = PROJECT / "examples" / "coding-agent"
@@ -74,7 +75,7 @@ class CodingHarness:
         options = CreateAgentOptions(
             agent_id=agent_id,
             session_id=session_id,
-            meta={"cwd": str(self.workdir)},
+            meta=SessionMeta(cwd=str(self.workdir)),
             agent_options=AgentOptions(model=MODEL, system_prompt=SYSTEM_PROMPT),
         )
         return self.ctx[AGENTS].create(options)
@@ -117,7 +118,8 @@ async def wait_for_idle(agent: Agent) -> None:
 
 
 def of_type(events: Sequence[SessionEvent], kind: str) -> list[Any]:
-    return [event["data"] for event in events if event["type"] == kind]
+    """The ``data`` of every event of type ``kind``, as JSON."""
+    return data_json(events, kind)
 
 
 def final_text(events: Sequence[SessionEvent]) -> str:

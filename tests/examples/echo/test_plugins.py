@@ -6,9 +6,10 @@ from types import ModuleType
 from typing import Any
 
 from dsh.core.agent import AGENT_STREAM_CHUNK, Agent
-from dsh.core.llm import Message, StreamChunk, text
+from dsh.core.llm import Message, StreamChunk, TextDeltaChunk, ToolResultBlock, text
 from dsh.kernel import describe, resolve_plugin
 from dsh.testing.harness import Harness
+from dsh.testing.logs import data_json
 from tests.examples.echo.helpers import EXAMPLE
 
 
@@ -24,11 +25,11 @@ echo_tool = example_plugin("./plugins/echo_tool.py")
 
 
 def user(*texts: str) -> Message:
-    return {"role": "user", "content": [text(value) for value in texts]}
+    return Message(role="user", content=tuple(text(value) for value in texts))
 
 
 def of_type(agent: Agent, kind: str) -> list[Any]:
-    return [event["data"] for event in agent.session.events if event["type"] == kind]
+    return data_json(agent.session, kind)
 
 
 def test_both_plugins_are_module_namespaces_with_their_injects() -> None:
@@ -39,9 +40,9 @@ def test_both_plugins_are_module_namespaces_with_their_injects() -> None:
 def test_the_model_reacts_to_the_newest_untagged_user_text() -> None:
     messages: list[Message] = [
         user("older"),
-        {"role": "assistant", "content": [text("reply")]},
+        Message(role="assistant", content=(text("reply"),)),
         user('<steering source="user">', "newest", "second block", "</steering>"),
-        {"role": "assistant", "content": [text("not a user")]},
+        Message(role="assistant", content=(text("not a user"),)),
     ]
     assert mock_llm.user_text(messages) == "newest"
     assert mock_llm.user_text([user("<context>"), user("<only tags>")]) == ""
@@ -49,7 +50,7 @@ def test_the_model_reacts_to_the_newest_untagged_user_text() -> None:
 
 
 def test_a_tool_result_counts_only_in_the_last_message() -> None:
-    result: Message = {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c", "content": []}]}
+    result = Message(role="user", content=(ToolResultBlock(tool_call_id="c", content=()),))
     assert mock_llm.ends_with_tool_result([user("echo x"), result])
     assert not mock_llm.ends_with_tool_result([result, user("echo x")])
     assert not mock_llm.ends_with_tool_result([])
@@ -84,7 +85,7 @@ async def test_other_lines_get_the_canned_reply_one_character_per_chunk() -> Non
         agent.send([text("just chatting")])
         await agent.when_idle()
         reply = 'You said: "just chatting". Try "echo <something>" to see a tool call.'
-        chunks: list[StreamChunk] = [data["chunk"] for data in of_type(agent, "assistant/chunk")]
+        chunks = [data["chunk"] for data in of_type(agent, "assistant/chunk")]
         assert [c["text"] for c in chunks if c["type"] == "text-delta"] == list(reply)
         assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
         assert of_type(agent, "tool/call") == []
@@ -96,7 +97,7 @@ async def test_the_model_stops_streaming_when_the_step_is_aborted() -> None:
         agent = h.agent("main", model="mock-echo")
 
         def abort_on_first_text(_agent: Agent, _turn: int, _step: int, chunk: StreamChunk) -> None:
-            if chunk["type"] == "text-delta":
+            if type(chunk) is TextDeltaChunk:
                 agent.abort("enough")
 
         h.ctx.on(AGENT_STREAM_CHUNK, abort_on_first_text)

@@ -8,7 +8,7 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.core.llm import Message, ToolResultBlock, text
+from dsh.core.llm import Message, ToolCallBlock, ToolResultBlock, text
 from dsh.plugins.demo import (
     LABEL,
     PREVIEW_LINES,
@@ -23,18 +23,15 @@ from dsh.plugins.demo import (
 
 
 def user(*texts: str) -> Message:
-    return {"role": "user", "content": [text(value) for value in texts]}
+    return Message("user", tuple(text(value) for value in texts))
 
 
 def call(call_id: str, arguments: str) -> Message:
-    return {
-        "role": "assistant",
-        "content": [{"type": "tool-call", "id": call_id, "name": "bash", "arguments": arguments}],
-    }
+    return Message("assistant", (ToolCallBlock(id=call_id, name="bash", arguments=arguments),))
 
 
 def result(output: str, *, is_error: bool = False, call_id: str = "c1") -> ToolResultBlock:
-    return {"type": "tool-result", "toolCallId": call_id, "content": [text(output)], "isError": is_error}
+    return ToolResultBlock(tool_call_id=call_id, content=(text(output),), is_error=is_error)
 
 
 def test_a_plain_prompt_lists_the_working_directory() -> None:
@@ -83,22 +80,22 @@ def test_echo_round_trips_through_the_shell_quoting(words: str) -> None:
 def test_latest_prompt_takes_the_newest_user_text_and_skips_tagged_context() -> None:
     messages: list[Message] = [
         user("first"),
-        {"role": "assistant", "content": [text("ok")]},
+        Message("assistant", (text("ok"),)),
         user('<context source="plugin">', "notice", "</context>"),
     ]
     assert latest_prompt(messages) == "first"
     assert latest_prompt([*messages, user("second", "third")]) == "second"
     assert latest_prompt([*messages, user("<tag>", "skipped")]) == "first"
-    assert latest_prompt([*messages, {"role": "user", "content": [result("x")]}]) == "first"
+    assert latest_prompt([*messages, Message("user", (result("x"),))]) == "first"
     assert latest_prompt([]) == ""
-    assert latest_prompt([{"role": "assistant", "content": [text("only me")]}]) == ""
+    assert latest_prompt([Message("assistant", (text("only me"),))]) == ""
 
 
 def test_last_tool_result_reads_only_the_last_message() -> None:
     first, second = result("one"), result("two", call_id="c2")
     assert last_tool_result([]) is None
     assert last_tool_result([user("hi")]) is None
-    carrier: Message = {"role": "user", "content": [first, second]}
+    carrier = Message("user", (first, second))
     assert last_tool_result([carrier]) == second
     assert last_tool_result([carrier, user("later")]) is None
 

@@ -8,16 +8,26 @@ from pathlib import Path
 from typing import Any
 
 from dsh.core.llm import (
+    BlockEndChunk,
     BlockStartChunk,
     FinishChunk,
     FinishReason,
     GenerateOptions,
     LlmAdapter,
     LlmService,
+    Message,
+    StopFinish,
     StreamChunk,
+    TextBlock,
     TextDeltaChunk,
+    TokenUsage,
+    UsageChunk,
+    text,
+    to_json,
 )
+from dsh.core.session import SessionEvent, parse_session_event
 from dsh.kernel import AbortSignal
+from dsh.plugins.llm_replay import ChunksEntry
 
 HEADER: dict[str, Any] = {"type": "session", "version": 1, "id": "s-1", "createdAt": 1}
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -25,34 +35,54 @@ CONFORMANCE = PROJECT_ROOT / "tests" / "examples" / "acp" / "reference"
 
 
 def dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON of ``value`` (typed values as their wire JSON)."""
+    return json.dumps(to_json(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def start(index: int = 0, block_type: str = "text") -> BlockStartChunk:
-    return {"type": "block-start", "index": index, "blockType": block_type}
+    return BlockStartChunk(index=index, block_type=block_type)
 
 
-def delta(text: str, index: int = 0) -> TextDeltaChunk:
-    return {"type": "text-delta", "index": index, "text": text}
+def delta(value: str, index: int = 0) -> TextDeltaChunk:
+    return TextDeltaChunk(index=index, text=value)
 
 
 def finish(reason: FinishReason | None = None) -> FinishChunk:
-    return {"type": "finish", "reason": reason if reason is not None else {"kind": "stop"}}
+    return FinishChunk(reason=reason if reason is not None else StopFinish())
 
 
-def answer(text: str) -> list[StreamChunk]:
-    """A complete recorded model call answering ``text``."""
+def answer(value: str) -> list[StreamChunk]:
+    """A complete recorded model call answering ``value``."""
     return [
         start(),
-        delta(text),
-        {"type": "block-end", "index": 0, "block": {"type": "text", "text": text}},
-        {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 1}},
+        delta(value),
+        BlockEndChunk(index=0, block=TextBlock(text=value)),
+        UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=1)),
         finish(),
     ]
 
 
+def entry(chunks: Iterable[StreamChunk]) -> ChunksEntry:
+    """The ``chunks`` entry of one model call."""
+    return ChunksEntry(chunks=tuple(chunks))
+
+
 def event(kind: str, data: object, seq: int = 0) -> dict[str, Any]:
-    return {"type": kind, "seq": seq, "time": 1000 + seq, "data": data}
+    """One logged event as JSON (typed values in ``data`` become their wire JSON)."""
+    return {"type": kind, "seq": seq, "time": 1000 + seq, "data": to_json(data)}
+
+
+def turn_start(turn: int) -> dict[str, Any]:
+    return event("turn/start", {"turn": turn, "trigger": {"kind": "continuation"}})
+
+
+def turn_end(turn: int) -> dict[str, Any]:
+    return event("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def typed(events: Iterable[dict[str, Any]]) -> list[SessionEvent]:
+    """``events`` (JSON) as the typed events a session log decodes to."""
+    return [parse_session_event(item) for item in events]
 
 
 def chunk_event(turn: int, step: int, chunk: StreamChunk, seq: int = 0) -> dict[str, Any]:
@@ -85,9 +115,7 @@ def write_json(path: Path, value: object) -> Path:
 
 
 def options(model: str = "any-model", signal: AbortSignal | None = None) -> GenerateOptions:
-    return GenerateOptions(
-        model=model, messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}], signal=signal
-    )
+    return GenerateOptions(model=model, messages=[Message("user", (text("hi"),))], signal=signal)
 
 
 async def drain(llm: LlmService, opts: GenerateOptions | None = None) -> list[StreamChunk]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dsh.core.errors import HarnessError
-from dsh.core.llm import LlmService, StreamChunk
+from dsh.core.llm import LlmService, parse_content_block, to_json
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent
 from dsh.kernel import Context
 from dsh.plugins import llm_replay
@@ -35,7 +35,7 @@ def recorded_events() -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines[1:]]
 
 
-def recorded_calls(events: list[dict[str, Any]]) -> list[tuple[tuple[int, int], list[StreamChunk]]]:
+def recorded_calls(events: list[dict[str, Any]]) -> list[tuple[tuple[int, int], list[dict[str, Any]]]]:
     """The recorded chunks of each model call: ``assistant/chunk`` data grouped by (turn, step)."""
     chunk_data = [item["data"] for item in events if item["type"] == "assistant/chunk"]
     return [
@@ -54,7 +54,7 @@ async def test_the_recorded_tool_call_turn_replays_its_chunks_step_by_step(root:
     assert [key for key, _ in calls] == [(1, 1), (1, 2)]
     await root.plugin(llm_replay, {"file": str(CASE / "session.jsonl")})
     for _, chunks in calls:
-        assert await collect(llm.stream(options("whatever-model"))) == chunks
+        assert to_json(await collect(llm.stream(options("whatever-model")))) == chunks
     with pytest.raises(HarnessError, match="script exhausted — requested model call #3 but the fixture has only 2"):
         await collect(llm.stream(options()))
 
@@ -62,21 +62,21 @@ async def test_the_recorded_tool_call_turn_replays_its_chunks_step_by_step(root:
 async def test_the_recorded_tool_call_turn_replays_through_the_real_agent_loop() -> None:
     """Extra (issue acceptance): the real loop driven by the replay logs the recorded messages and chunks."""
     events = recorded_events()
-    prompt = of_type(events, "user/message")[0]["content"]
+    prompt = [parse_content_block(block) for block in of_type(events, "user/message")[0]["content"]]
     async with Harness() as h:
         await h.ctx.plugin(llm_replay, {"file": str(CASE / "session.jsonl")})
         agent = h.agent("main", model="replayed-model")
         turn_ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def on_event(session: Session, event: SessionEvent) -> None:
-            if session is agent.session and event["type"] == "turn/end" and not turn_ended.done():
+            if session is agent.session and event.type == "turn/end" and not turn_ended.done():
                 turn_ended.set_result(None)
 
         h.ctx.on(SESSION_EVENT, on_event)
         agent.send(prompt)
         await turn_ended
         await agent.when_idle()
-        log = agent.session.events
+        log = to_json(list(agent.session.events))
         replayed_messages = of_type(log, "assistant/message")
         assert [message["content"] for message in replayed_messages] == [
             message["content"] for message in of_type(events, "assistant/message")

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from dsh.core.errors import HarnessError, LlmError
-from dsh.core.llm import LLM_STREAM, LlmService, StreamChunk
+from dsh.core.llm import LLM_STREAM, ErrorFinish, LlmService, Message, StopFinish, StreamChunk, TokenUsage, text
 from dsh.kernel import AbortController, Context, PluginSpec, aborted_signal
 from dsh.plugins import llm_replay
-from dsh.plugins.llm_replay import Config, install_llm_replay
+from dsh.plugins.llm_replay import Config, install_llm_replay, play_entry
 from tests.plugins.llm_replay.helpers import (
     RealModel,
     answer,
@@ -80,9 +80,9 @@ async def test_generate_assembles_the_replayed_answer(root: Context, llm: LlmSer
     """Extra: generate() drains the replayed stream like any adapter's."""
     install_llm_replay(root, log_config(tmp_path, answer("assembled")))
     result = await llm.generate(options())
-    assert result.message == {"role": "assistant", "content": [{"type": "text", "text": "assembled"}]}
-    assert result.usage == {"inputTokens": 3, "outputTokens": 1}
-    assert result.finish == {"kind": "stop"}
+    assert result.message == Message("assistant", (text("assembled"),))
+    assert result.usage == TokenUsage(input_tokens=3, output_tokens=1)
+    assert result.finish == StopFinish()
 
 
 async def test_replays_a_sidecar_throw_entry_as_an_llm_error_with_code_status_after_its_prefix_chunks(
@@ -321,8 +321,17 @@ async def test_finish_error_chunks_replay_in_band(root: Context, llm: LlmService
     chunks: list[StreamChunk] = [
         start(),
         delta("so"),
-        finish({"kind": "error", "message": "rate limited", "code": "RATE_LIMIT"}),
+        finish(ErrorFinish(message="rate limited", code="RATE_LIMIT")),
     ]
     install_llm_replay(root, log_config(tmp_path, chunks))
     result = await llm.generate(options())
-    assert result.finish == {"kind": "error", "message": "rate limited", "code": "RATE_LIMIT"}
+    assert result.finish == ErrorFinish(message="rate limited", code="RATE_LIMIT")
+
+
+async def test_a_value_outside_the_entry_union_is_unreachable() -> None:
+    """Extra: playing something that is no replay entry raises through the assert_never guard"""
+    stream = play_entry([{"kind": "chunks"}], 0, None)  # type: ignore[list-item]
+    with pytest.raises(HarnessError) as caught:
+        await anext(stream)
+    assert caught.value.message == 'unreachable variant in llm-replay replay entry: {"kind":"chunks"}'
+    assert caught.value.code == "UNREACHABLE"

@@ -10,22 +10,39 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh.core.llm import LLM, LlmService, StreamChunk
+from dsh.core.llm import (
+    LLM,
+    BlockStartChunk,
+    ErrorFinish,
+    LlmService,
+    ReasoningDeltaChunk,
+    StreamChunk,
+    TextDeltaChunk,
+    ToolCallsFinish,
+)
 from dsh.kernel import Context
 from dsh.plugins.llm_replay import Config, ReplayEntry, derive_replay_script, install_llm_replay, parse_session_log
-from tests.plugins.llm_replay.helpers import collect, event, finish, log_text, options, recorded_call
+from tests.plugins.llm_replay.helpers import collect, entry, event, finish, log_text, options, recorded_call, turn_start
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
 BODY_CHUNK = st.one_of(
-    st.builds(lambda i, t: {"type": "text-delta", "index": i, "text": t}, st.integers(0, 3), TEXT),
-    st.builds(lambda i, t: {"type": "reasoning-delta", "index": i, "text": t}, st.integers(0, 3), TEXT),
-    st.builds(lambda i: {"type": "block-start", "index": i, "blockType": "text"}, st.integers(0, 3)),
+    st.builds(TextDeltaChunk, st.integers(0, 3), TEXT),
+    st.builds(ReasoningDeltaChunk, st.integers(0, 3), TEXT),
+    st.builds(lambda i: BlockStartChunk(index=i, block_type="text"), st.integers(0, 3)),
 )
-FINISH = st.sampled_from(
-    [finish(), finish({"kind": "tool-calls"}), finish({"kind": "error", "message": "boom", "code": "SERVER"})]
-)
+FINISH = st.sampled_from([finish(), finish(ToolCallsFinish()), finish(ErrorFinish(message="boom", code="SERVER"))])
 CALL = st.builds(lambda body, end: [*body, end], st.lists(BODY_CHUNK, max_size=5), FINISH)
-NOISE = st.lists(st.sampled_from([event("usage", {}), event("tool/call", {"turn": 0}), event("x/y", None)]), max_size=2)
+NOISE = st.lists(
+    st.sampled_from(
+        [
+            event("usage", {"turn": 0, "step": 1, "usage": {"inputTokens": 1, "outputTokens": 1}}),
+            event("tool/call", {"turn": 0, "step": 1, "callId": "c", "name": "n", "arguments": "{}"}),
+            turn_start(1),
+            event("x/y", None),
+        ]
+    ),
+    max_size=2,
+)
 
 
 @st.composite
@@ -51,7 +68,7 @@ def test_derivation_recovers_every_recorded_call_in_order(
 ) -> None:
     """Extra: derive(parse(log)) has one chunks entry per recorded call, in order, chunks intact."""
     events, calls = session
-    expected: list[ReplayEntry] = [{"kind": "chunks", "chunks": chunks} for chunks in calls]
+    expected: list[ReplayEntry] = [entry(chunks) for chunks in calls]
     assert derive_replay_script(parse_session_log(log_text(events))) == expected
 
 

@@ -21,6 +21,7 @@ from tests.core.persistence.helpers import (
     CWD,
     Rig,
     meta,
+    one_turn_log,
     one_user_turn,
     open_turn,
     seqs,
@@ -28,7 +29,6 @@ from tests.core.persistence.helpers import (
     texts,
     types,
 )
-from tests.core.session.helpers import one_turn_log
 from tests.plugins.persistence_jsonl.conftest import TORN_FRAGMENT
 from tests.plugins.persistence_jsonl.test_jsonl import expected_bytes, write_raw
 

@@ -61,7 +61,7 @@ async def test_each_model_request_finds_the_turn_so_far_on_disk(tmp_path: Path) 
             define_tool(name="note", description="Take a note.", parameters={"n": {"type": "number"}}, execute=note)
         )
         agent = h.agent()
-        holder["id"] = agent.session.header["id"]
+        holder["id"] = agent.session.header.id
         agent.send([{"type": "text", "text": "please take notes"}])
         await agent.when_idle()
         h.model.assert_consumed()
@@ -91,11 +91,14 @@ async def test_a_checkpoint_skips_the_fsync_and_the_flush_syncs(
     async with Harness([text_response("hello")], invariants_plugin=False) as h:
         await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
         agent = h.agent()
-        id = agent.session.header["id"]
+        id = agent.session.header.id
         agent.send([{"type": "text", "text": "hi"}])
         await agent.when_idle()
         await h.ctx.parallel(SESSION_FLUSH, agent.session)
-        agent.session.append("context/message", {"content": [{"type": "text", "text": "x"}], "source": "test"})
+        agent.session.append(
+            "context/message",
+            {"content": [{"type": "text", "text": "x"}], "source": {"kind": "plugin", "plugin": "test"}},
+        )
         syncs.clear()
         await h.ctx.parallel(SESSION_CHECKPOINT, agent.session)
         assert syncs == []  # written, not synced
@@ -105,7 +108,10 @@ async def test_a_checkpoint_skips_the_fsync_and_the_flush_syncs(
         syncs.clear()
         await h.ctx.parallel(SESSION_FLUSH, agent.session)  # nothing written since: no sync
         assert syncs == []
-        agent.session.append("context/message", {"content": [{"type": "text", "text": "y"}], "source": "test"})
+        agent.session.append(
+            "context/message",
+            {"content": [{"type": "text", "text": "y"}], "source": {"kind": "plugin", "plugin": "test"}},
+        )
         await h.ctx.parallel(SESSION_CHECKPOINT, agent.session)
         assert syncs == []
     assert len(syncs) == 1  # the dispose drain synced the checkpoint's write

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh.core.errors import HarnessError
+from dsh.core.llm import to_json
 from dsh.core.persistence import PersistenceError
-from dsh.core.session import SessionEvent, dumps_json, header_line, session_event_line
+from dsh.core.session import SessionEvent, header_line, session_event_line
 from dsh.plugins.persistence_jsonl import NO_CWD_BUCKET, bucket_name, encode_segment, log_path, scan_log
 from dsh.plugins.persistence_jsonl.scan import intact_bytes
-from tests.core.persistence.helpers import meta, seqs
-from tests.core.session.helpers import event, one_turn_log, step, turn_end, turn_start
+from tests.core.persistence.helpers import event, meta, one_turn_log, seqs, step, turn_end, turn_start
 
 SAFE = re.compile(r"[A-Za-z0-9._~-]*")
 
@@ -33,13 +36,16 @@ def units_to_text(units: list[int]) -> str:
     return "".join(chr(unit) for unit in units)
 
 
-def raw_log(*events: SessionEvent, header: bytes | None = None, tail: bytes = b"") -> bytes:
-    first = header if header is not None else header_line(meta("s")).encode()
-    return first + b"\n" + b"".join(session_event_line(item).encode() + b"\n" for item in events) + tail
-
-
-def line_of(item: SessionEvent) -> bytes:
+def line_of(item: SessionEvent | dict[str, Any]) -> bytes:
+    """The log line of an event (or of a plain JSON value that is none)."""
+    if isinstance(item, dict):
+        return json.dumps(item, separators=(",", ":")).encode() + b"\n"
     return session_event_line(item).encode() + b"\n"
+
+
+def raw_log(*events: SessionEvent | dict[str, Any], header: bytes | None = None, tail: bytes = b"") -> bytes:
+    first = header if header is not None else header_line(meta("s")).encode()
+    return first + b"\n" + b"".join(line_of(item) for item in events) + tail
 
 
 # --- describe "SessionPersistenceJsonl: format helpers"
@@ -160,8 +166,13 @@ def test_rejects_a_corrupt_line_before_a_later_committed_turn_end_committed_data
 def test_a_shape_violation_in_the_committed_region_counts_as_unparsable() -> None:
     """(a line that is JSON but not a valid event is a hole too)"""
     log = one_turn_log()
-    broken = dict(log[1], data={"content": "not a list", "source": {"kind": "user"}})
-    data = raw_log(log[0], broken, *log[2:])  # type: ignore[arg-type]
+    broken = {
+        "type": "user/message",
+        "seq": 1,
+        "time": 0,
+        "data": {"content": "not a list", "source": {"kind": "user"}},
+    }
+    data = raw_log(log[0], broken, *log[2:])
     with pytest.raises(PersistenceError, match=r"unparsable committed event at line 3"):
         scan_log(data)
 
@@ -207,8 +218,8 @@ def test_byte_offsets_count_utf8_bytes_not_characters() -> None:
     data = raw_log(wide) + b"\xe4\xb8"
     scan = scan_log(data)
     assert scan.committed_bytes == len(data) - 2
-    assert scan.events[0]["data"]["content"][0]["text"] == "héllo 😀 世界"
-    assert dumps_json(scan.events[0]) == dumps_json(wide)
+    assert to_json(scan.events[0].data)["content"][0]["text"] == "héllo 😀 世界"
+    assert session_event_line(scan.events[0]) == session_event_line(wide)
 
 
 def wide_turn() -> list[SessionEvent]:
@@ -226,7 +237,7 @@ def test_committed_bytes_count_utf8_bytes_before_a_torn_line() -> None:
     scan = scan_log(committed + b"not json\n" + line_of(event("turn/start", 7, turn_start(2))))
     assert seqs(scan.events) == list(range(6))
     assert scan.committed_bytes == len(committed)
-    assert dumps_json(scan.events[1]) == dumps_json(wide_turn()[1])
+    assert session_event_line(scan.events[1]) == session_event_line(wide_turn()[1])
 
 
 def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
@@ -235,11 +246,12 @@ def test_a_line_of_invalid_utf8_is_a_hole_of_its_own() -> None:
     scan = scan_log(committed + b"\xff\xfe garbage\n" + line_of(event("turn/start", 7, turn_start(2))))
     assert seqs(scan.events) == list(range(6))
     assert scan.committed_bytes == len(committed)
-    assert scan.events[1]["data"]["content"][0]["text"] == "héllo 😀 世界"
+    assert to_json(scan.events[1].data)["content"][0]["text"] == "héllo 😀 世界"
     damaged = raw_log(*wide_turn()[:2]) + b"\xff\xfe\n" + b"".join(line_of(item) for item in wide_turn()[3:])
     with pytest.raises(PersistenceError, match=r"unparsable committed event at line 4") as raised:
         scan_log(damaged)
-    assert isinstance(raised.value.__cause__, UnicodeDecodeError)
+    assert isinstance(raised.value.__cause__, HarnessError)
+    assert "not valid JSON" in str(raised.value.__cause__)
 
 
 def test_a_turn_end_out_of_sequence_is_itself_committed_damage() -> None:

@@ -15,11 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import UNSET
 
-from dsh.core.session import dumps_json
+from dsh.core.llm import to_json
+from dsh.core.session import SessionMeta, header_line, session_event_line
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
-from tests.core.persistence.helpers import BackendKit, Rig, replay, seqs
-from tests.core.session.helpers import one_turn_log, tool_call_block, tool_result
+from tests.core.persistence.helpers import (
+    BackendKit,
+    Rig,
+    meta,
+    one_turn_log,
+    one_user_turn,
+    replay,
+    seqs,
+    tool_call_block,
+    tool_result,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CONFORMANCE = PROJECT_ROOT / "tests" / "examples" / "acp" / "reference"
@@ -70,7 +81,7 @@ async def test_a_reference_log_loads_into_a_live_session_and_re_serializes_to_th
     """(interop: a session.jsonl written by the reference loads, derives and re-serializes)"""
     original = read_lines(source)
     header, events = original[0], original[1:]
-    meta = {key: header[key] for key in ("cwd", "createdAt") if key in header}
+    given = SessionMeta(cwd=header.get("cwd", UNSET), created_at=header["createdAt"])
     root = tmp_path / "sessions"
     stored = Path(log_path(str(root), header.get("cwd"), header["id"]))
     stored.parent.mkdir(parents=True)
@@ -79,13 +90,13 @@ async def test_a_reference_log_loads_into_a_live_session_and_re_serializes_to_th
     rig = await Rig(BackendKit("jsonl", SessionPersistenceJsonl, {"root": str(root)})).start()
     try:
         persistence = await rig.mount()
-        assert await persistence.list() == [{key: value for key, value in header.items() if key != "type"}]
+        assert to_json(await persistence.list()) == [{key: value for key, value in header.items() if key != "type"}]
         loaded = await persistence.load(header["id"])
-        assert [json.loads(dumps_json(item)) for item in loaded.events] == events
+        assert to_json(loaded.events) == events
         assert stored.read_bytes() == source.read_bytes()
-        session = rig.store.create(header["id"], seed=loaded.events, meta=meta)  # type: ignore[arg-type]
+        session = rig.store.create(header["id"], seed=loaded.events, meta=given)
         await rig.init(session)
-        assert session.derive_messages() == expected_messages(events)
+        assert to_json(session.derive_messages()) == expected_messages(events)
         assert session.header == loaded.meta
         await rig.flush(session)
         assert stored.read_bytes() == source.read_bytes()
@@ -96,12 +107,13 @@ async def test_a_reference_log_loads_into_a_live_session_and_re_serializes_to_th
     rig = await Rig(BackendKit("jsonl", SessionPersistenceJsonl, {"root": str(copy_root)})).start()
     try:
         await rig.mount()
-        fork = rig.store.create(header["id"], seed=loaded.events, meta=meta)  # type: ignore[arg-type]
+        fork = rig.store.create(header["id"], seed=loaded.events, meta=given)
         await rig.init(fork)
         await rig.flush(fork)
         copied = Path(log_path(str(copy_root), header.get("cwd"), header["id"]))
         if events:
             assert read_lines(copied) == original
+            assert copied.read_bytes() == source.read_bytes()
         else:
             assert not copied.exists()
     finally:
@@ -121,7 +133,42 @@ async def test_a_session_written_here_loads_in_a_fresh_instance_and_re_serialize
     written = read_lines(Path(log_path(str(root), "/w", "ours")))
     fresh = await rig.remount()
     loaded = await fresh.load("ours")
-    assert [json.loads(dumps_json(item)) for item in loaded.events] == written[1:]
-    assert [json.loads(dumps_json(item)) for item in session.events] == written[1:]
-    assert {"type": "session", **loaded.meta} == written[0]
+    assert to_json(loaded.events) == written[1:]
+    assert to_json(list(session.events)) == written[1:]
+    assert json.loads(header_line(loaded.meta)) == written[0]
     assert seqs(loaded.events) == list(range(len(session.events)))
+
+
+UNKNOWN_LINES = [
+    '{"type":"turn/start","seq":0,"time":5,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}',
+    '{"type":"user/message","seq":1,"time":5,"data":{"content":[{"type":"hologram","frames":[1,2.5,{"z":null}]},'
+    '{"type":"text","text":"hi"}],"source":{"kind":"user"}}}',
+    '{"type":"plugin/telemetry","seq":2,"time":6,"data":{"cpu":[0.25,{"k":"v"}],"ok":true}}',
+    '{"type":"turn/end","seq":3,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}',
+]
+"""A log from a newer writer: an event type and a content block type this version does not know."""
+
+
+async def test_unknown_event_and_block_types_survive_load_resume_and_append_byte_identical(
+    rig: Rig, root: Path
+) -> None:
+    """(SPEC §0.6: unknown variants are kept and written back unchanged, never dropped)"""
+    header = header_line(meta("newer", "/w"))
+    path = Path(log_path(str(root), "/w", "newer"))
+    path.parent.mkdir(parents=True)
+    before = "".join(line + "\n" for line in [header, *UNKNOWN_LINES]).encode()
+    path.write_bytes(before)
+    persistence = await rig.mount()
+    loaded = await persistence.load("newer")
+    assert [session_event_line(item) for item in loaded.events] == UNKNOWN_LINES
+    assert path.read_bytes() == before
+    _fiber, session = await rig.live("newer", seed=loaded.events)
+    await rig.init(session)
+    replay(session, one_user_turn(turn=2))
+    await rig.flush(session)
+    after = path.read_bytes()
+    assert after.startswith(before)
+    assert seqs(session.events) == list(range(7))
+    assert after[len(before) :] == "".join(session_event_line(item) + "\n" for item in session.events[4:]).encode()
+    reloaded = await (await rig.remount()).load("newer")
+    assert [session_event_line(item) for item in reloaded.events] == after.decode().splitlines()[1:]

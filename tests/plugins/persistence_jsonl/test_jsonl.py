@@ -15,36 +15,50 @@ from typing import Any
 
 import pytest
 
-from dsh.core.persistence import SESSION_PERSISTENCE, PersistenceError
-from dsh.core.session import NotJsonError, Session, SessionEvent, dumps_json, header_line, session_event_line
+from dsh.core.llm import to_json
+from dsh.core.persistence import SESSION_PERSISTENCE, PersistenceError, cwd_of
+from dsh.core.session import (
+    NotJsonError,
+    Session,
+    SessionEvent,
+    SessionHeader,
+    UntypedEvent,
+    header_line,
+    session_event_line,
+)
 from dsh.kernel import ConfigError
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, bucket_name, log_path
 from tests.core.persistence.helpers import (
     CWD,
     Rig,
+    event,
+    log,
     meta,
+    one_turn_log,
     one_user_turn,
     open_turn,
     replay,
     seqs,
     short_turn,
+    text,
     texts,
+    turn_start,
     types,
+    user_message,
 )
-from tests.core.session.helpers import event, log, one_turn_log, text, turn_start, user_message
 from tests.plugins.persistence_jsonl.conftest import TORN_FRAGMENT
 
 
-def write_raw(root: Path, header: dict[str, Any], events: list[SessionEvent], tail: bytes = b"") -> Path:
+def write_raw(root: Path, header: SessionHeader, events: list[SessionEvent], tail: bytes = b"") -> Path:
     """Write a log file by hand (as a crashed process would have left it)."""
-    path = Path(log_path(str(root), header.get("cwd"), header["id"]))
+    path = Path(log_path(str(root), cwd_of(header), header.id))
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [header_line(header), *(session_event_line(item) for item in events)]
     path.write_bytes(b"".join(line.encode() + b"\n" for line in lines) + tail)
     return path
 
 
-def expected_bytes(header: dict[str, Any], events: list[SessionEvent]) -> bytes:
+def expected_bytes(header: SessionHeader, events: list[SessionEvent]) -> bytes:
     lines = [header_line(header), *(session_event_line(item) for item in events)]
     return b"".join(line.encode() + b"\n" for line in lines)
 
@@ -126,7 +140,7 @@ async def test_crash_recovery_load_preserves_the_interrupted_turn_and_closes_it_
     loaded = await persistence.load("s1")
     assert seqs(loaded.events) == list(range(10))
     assert types(loaded.events[8:]) == ["step/end", "turn/end"]
-    assert loaded.events[9]["data"]["reason"] == {"kind": "interrupted"}
+    assert to_json(loaded.events[9].data)["reason"] == {"kind": "interrupted"}
     assert TORN_FRAGMENT not in path.read_bytes()
     await persistence.append("s1", short_turn(3, 10))
     reloaded = await (await rig.remount()).load("s1")
@@ -166,14 +180,16 @@ async def test_a_failed_append_lines_truncates_partial_bytes_so_a_retry_has_no_s
     assert seqs(loaded.events) == list(range(8))
 
 
-async def test_load_returns_a_meta_copy_mutating_it_does_not_corrupt_backend_pathing(rig: Rig, root: Path) -> None:
-    """load returns a meta copy: mutating it does not corrupt backend pathing"""
+async def test_load_returns_an_immutable_meta_nothing_can_corrupt_backend_pathing(rig: Rig, root: Path) -> None:
+    """load returns an immutable meta: nothing can corrupt backend pathing"""
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
     await persistence.append("s1", one_turn_log())
     loaded = await persistence.load("s1")
-    loaded.meta["cwd"] = "/elsewhere"
-    loaded.meta["id"] = "hijacked"
+    with pytest.raises(AttributeError):
+        loaded.meta.cwd = "/elsewhere"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        loaded.meta.id = "hijacked"  # type: ignore[misc]
     await persistence.append("s1", short_turn(2, 6))
     assert all_files(root) == [Path(log_path(str(root), CWD, "s1"))]
     assert seqs((await persistence.load("s1")).events) == list(range(8))
@@ -213,7 +229,7 @@ async def test_path_traversal_session_ids_are_neutralized_no_escape_from_root(
     )
     fresh = await rig.remount()
     for id in hostile:
-        assert (await fresh.load(id)).meta["id"] == id
+        assert (await fresh.load(id)).meta.id == id
 
 
 # --- describe "write path (session/event → flush)"
@@ -228,8 +244,8 @@ async def test_concurrent_sessions_do_not_cross_buffers(rig: Rig) -> None:
     await asyncio.gather(rig.flush(a), rig.flush(b), rig.flush(a))
     fresh = await rig.remount()
     loaded_a, loaded_b = await fresh.load("a"), await fresh.load("b")
-    assert [item["data"]["content"][0]["text"] for item in loaded_a.events] == ["a0", "a1", "a2"]
-    assert [item["data"]["content"][0]["text"] for item in loaded_b.events] == ["b0", "b1", "b2"]
+    assert [to_json(item.data)["content"][0]["text"] for item in loaded_a.events] == ["a0", "a1", "a2"]
+    assert [to_json(item.data)["content"][0]["text"] for item in loaded_b.events] == ["b0", "b1", "b2"]
     assert texts(loaded_a.events) == texts(a.events)
     assert texts(loaded_b.events) == texts(b.events)
 
@@ -240,20 +256,18 @@ async def test_append_rejects_non_json_serializable_undefined_producing_data(rig
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
     for value in (lambda: None, object(), print):
-        with pytest.raises(PersistenceError, match=r'event "user/message" carries non-JSON-serializable data'):
-            await persistence.append("s1", [event("user/message", 0, {"content": value})])
+        with pytest.raises(PersistenceError, match=r'event "x/note" carries non-JSON-serializable data'):
+            await persistence.append("s1", [UntypedEvent(type="x/note", seq=0, time=0, data={"content": value})])
     assert all_files(root) == []
 
 
-async def test_create_snapshots_its_meta_mutating_the_caller_object_after_the_call_is_ignored(
-    rig: Rig, root: Path
-) -> None:
-    """create snapshots its meta: mutating the caller object after the call is ignored"""
+async def test_create_takes_an_immutable_meta_the_caller_cannot_change_it_after_the_call(rig: Rig, root: Path) -> None:
+    """create takes an immutable meta: the caller cannot change it after the call"""
     persistence = await rig.mount()
     header = meta("s1", CWD)
     pending = persistence.create(header)
-    header["cwd"] = "/mutated"
-    header["id"] = "mutated"
+    with pytest.raises(AttributeError):
+        header.cwd = "/mutated"  # type: ignore[misc]
     await pending
     await persistence.append("s1", one_user_turn())
     assert all_files(root) == [Path(log_path(str(root), CWD, "s1"))]
@@ -265,12 +279,12 @@ async def test_list_discovers_sessions_across_multiple_cwd_buckets(rig: Rig, roo
     headers = [meta("a", "/one"), meta("b", "/two"), meta("c")]
     for header in headers:
         await persistence.create(header)
-        await persistence.append(header["id"], one_user_turn())
+        await persistence.append(header.id, one_user_turn())
     assert sorted(path.name for path in root.iterdir() if path.suffix != ".lock") == sorted(
         [bucket_name("/one"), bucket_name("/two"), "_no-cwd"]
     )
     listed = await (await rig.remount()).list()
-    assert sorted(listed, key=lambda header: header["id"]) == headers
+    assert sorted(listed, key=lambda header: header.id) == headers
 
 
 async def test_list_on_an_empty_root_returns_nothing(rig: Rig, root: Path) -> None:
@@ -354,7 +368,7 @@ async def test_a_seed_with_matching_seq_type_time_but_different_data_is_rejected
     path = write_raw(root, meta("s1", CWD), one_turn_log())
     before = path.read_bytes()
     seed = one_turn_log()
-    seed[3]["data"]["content"][0]["text"] = "a different answer"
+    seed[3] = event("assistant/message", 3, {"turn": 1, "step": 1, "content": [text("a different answer")]})
     await rig.mount()
     _fiber, session = await rig.live("s1", seed=seed)
     with pytest.raises(PersistenceError, match=r"does not match this live session \(id collision\)"):
@@ -368,7 +382,7 @@ async def test_a_second_live_session_reusing_a_bound_id_is_rejected(rig: Rig) ->
     _fiber, bound = await rig.live("s1")
     replay(bound, one_user_turn())
     await rig.flush(bound)
-    twin = Session("s1", header=dict(bound.header))  # type: ignore[arg-type]
+    twin = Session("s1", header=bound.header)
     with pytest.raises(PersistenceError, match=r"already bound to a different live session in this backend"):
         await rig.backend.coordinator.init_for(twin)
     replay(bound, one_user_turn(turn=2, start=3))
@@ -417,7 +431,7 @@ async def test_append_to_a_disk_only_session_adopts_it_and_repairs_a_crash_tail(
     await persistence.append("s1", short_turn(3, 10))
     loaded = await (await rig.remount()).load("s1")
     assert seqs(loaded.events) == list(range(12))
-    assert loaded.events[9]["data"]["reason"] == {"kind": "interrupted"}
+    assert to_json(loaded.events[9].data)["reason"] == {"kind": "interrupted"}
 
 
 async def test_a_header_only_log_open_turn_no_turn_end_preserves_the_open_turn_on_load_and_closes_it(
@@ -428,7 +442,7 @@ async def test_a_header_only_log_open_turn_no_turn_end_preserves_the_open_turn_o
     persistence = await rig.mount()
     loaded = await persistence.load("s1")
     assert types(loaded.events) == ["turn/start", "turn/end"]
-    assert loaded.events[1]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
+    assert to_json(loaded.events[1].data) == {"turn": 1, "reason": {"kind": "interrupted"}}
     assert types((await (await rig.remount()).load("s1")).events) == ["turn/start", "turn/end"]
 
 
@@ -470,7 +484,9 @@ async def test_rejects_non_json_event_data_bigint_function_circular_map_undefine
     await persistence.create(meta("s1", CWD))
     for value in (math.inf, len, circular, {("a", 1): "tuple key"}, {1, 2}, object()):
         with pytest.raises(PersistenceError, match=r"non-JSON-serializable"):
-            await persistence.append("s1", [event("user/message", 0, {"content": [], "x": value})])
+            await persistence.append(
+                "s1", [UntypedEvent(type="x/note", seq=0, time=0, data={"content": [], "x": value})]
+            )
     assert all_files(root) == []
     assert await persistence.has("s1") is False
 
@@ -490,8 +506,8 @@ async def test_accepts_well_formed_json_values_null_booleans_nested_arrays_objec
     }
     await persistence.append("s1", [event("x/custom", 0, data)])
     loaded = await (await rig.remount()).load("s1")
-    assert loaded.events[0]["data"] == data
-    assert dumps_json(loaded.events[0]["data"]) == dumps_json(data)
+    assert loaded.events[0] == UntypedEvent(type="x/custom", seq=0, time=0, data=data)
+    assert texts(loaded.events) == texts([event("x/custom", 0, data)])
 
 
 async def test_session_append_rejects_a_non_serializable_event_at_the_source_never_enters_the_log(
@@ -501,7 +517,7 @@ async def test_session_append_rejects_a_non_serializable_event_at_the_source_nev
     await rig.mount()
     _fiber, session = await rig.live("s1")
     with pytest.raises(NotJsonError, match=r"non-JSON-serializable"):
-        session.append("user/message", {"content": [], "bad": {1, 2}})
+        session.append("x/note", {"content": [], "bad": {1, 2}})
     assert session.seq == 0
     await rig.flush(session)
     assert all_files(root) == []
@@ -518,7 +534,8 @@ async def test_lone_surrogates_round_trip_as_json_escapes(rig: Rig, root: Path) 
     raw.decode("utf-8")
     assert b"\\udc00" in raw
     loaded = await (await rig.remount()).load("id\ud800")
-    assert loaded.events[0]["data"]["content"][0]["text"] == "x\udc00y"
+    assert loaded.events[0].data.content[0].text == "x\udc00y"  # type: ignore[union-attr]
+    assert loaded.meta.id == "id\ud800"
 
 
 async def test_the_backend_label_shadows_nothing_of_the_service_key(rig: Rig, root: Path) -> None:
@@ -550,3 +567,53 @@ async def test_the_root_is_required_and_nothing_registers_without_it(rig: Rig) -
         with pytest.raises(ConfigError, match='plugin "session-persistence-jsonl": invalid config'):
             await rig.ctx.plugin(SessionPersistenceJsonl, config)
     assert rig.ctx.get(SESSION_PERSISTENCE) is None
+
+
+async def test_a_written_batch_is_on_disk_before_its_sync(rig: Rig, root: Path) -> None:
+    """(write_batch appends without the fsync; sync_log makes it durable)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_user_turn())
+    backend = rig.backend
+    assert isinstance(backend, SessionPersistenceJsonl)
+    await backend.write_batch(meta("s1", CWD), short_turn(2, 3), True)
+    assert Path(log_path(str(root), CWD, "s1")).read_bytes() == expected_bytes(
+        meta("s1", CWD), [*one_user_turn(), *short_turn(2, 3)]
+    )
+    await backend.sync_log(meta("s1", CWD))
+    assert seqs((await (await rig.remount()).load("s1")).events) == list(range(5))
+
+
+async def test_cut_damage_keeps_the_intact_start_and_a_copy_of_the_whole_file(rig: Rig, root: Path) -> None:
+    """(repair: the log is cut at its first hole, after a backup; an intact log is left alone)"""
+    log = one_turn_log()
+    path = write_raw(root, meta("s1", CWD), log[:2])
+    intact = path.read_bytes()
+    path.write_bytes(intact + b"garbage\n" + b"".join(session_event_line(item).encode() + b"\n" for item in log[3:]))
+    damaged = path.read_bytes()
+    await rig.mount()
+    backend = rig.backend
+    assert isinstance(backend, SessionPersistenceJsonl)
+    result = await backend.cut_damage("s1")
+    assert result is not None
+    cut_path, backup, removed = result
+    assert (cut_path, removed) == (str(path), len(damaged) - len(intact))
+    assert path.read_bytes() == intact
+    assert Path(backup).read_bytes() == damaged
+    assert await backend.cut_damage("s1") is None
+    with pytest.raises(PersistenceError, match=r'session "ghost" not found'):
+        await backend.cut_damage("ghost")
+
+
+async def test_unlisted_logs_names_the_files_list_skips(rig: Rig, root: Path) -> None:
+    """(a .jsonl without a valid header is not listed; unlisted_logs names it)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_user_turn())
+    stray = Path(log_path(str(root), CWD, "stray"))
+    stray.write_bytes(b"not a header\n")
+    backend = rig.backend
+    assert isinstance(backend, SessionPersistenceJsonl)
+    headers = await persistence.list()
+    assert headers == [meta("s1", CWD)]
+    assert backend.unlisted_logs(headers) == [str(stray)]

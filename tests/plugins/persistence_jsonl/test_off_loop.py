@@ -25,8 +25,7 @@ import dsh.plugins.persistence_jsonl.files as files
 import dsh.plugins.persistence_jsonl.plugin as plugin
 from dsh.core.persistence import make_private_dirs, run_blocking
 from dsh.plugins.persistence_jsonl import bucket_name, log_path
-from tests.core.persistence.helpers import CWD, Rig, meta, one_user_turn, seqs, short_turn
-from tests.core.session.helpers import one_turn_log
+from tests.core.persistence.helpers import CWD, Rig, meta, one_turn_log, one_user_turn, seqs, short_turn
 from tests.plugins.persistence_jsonl.test_jsonl import expected_bytes
 
 WAIT = 30.0

@@ -1,5 +1,6 @@
-"""Bulk read-back of stored events (dsh.core.persistence.readback): same verdicts as
-``parse_session_event``, fast path for the common shapes, JSON decoding and the GC pause.
+"""Bulk read-back of stored events (dsh.core.persistence.readback): the verdicts of
+``parse_session_event`` in one decode per line or row, byte-identical write-back, the
+lone-surrogate path and the GC pause.
 
 The backends' scans rely on these helpers, so they are tested beside the JSONL backend.
 """
@@ -17,11 +18,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dsh.core.persistence.readback as readback
 from dsh.core.errors import HarnessError
 from dsh.core.persistence import loads_stored_json, parse_event_lines, parse_event_rows, paused_gc
-from dsh.core.session import dumps_json, parse_session_event
-from tests.core.session.helpers import event, text
+from dsh.core.session import (
+    StepStartEvent,
+    UntypedEvent,
+    UserMessageEvent,
+    parse_session_event,
+    parse_session_event_line,
+    session_event_line,
+)
+from tests.core.persistence.helpers import text
 
 USER = {"kind": "user"}
 PLUGIN = {"kind": "plugin", "plugin": "p"}
@@ -49,7 +56,7 @@ COMMON: list[tuple[str, Any]] = [
     ("turn/end", {"turn": 1, "reason": {"kind": "error", "message": "boom", "code": "X"}}),
     ("turn/end", {"turn": 1, "reason": {"kind": "disposed"}}),
     ("turn/end", {"turn": 1, "reason": {"kind": "max-tokens"}}),
-    ("turn/end", {"turn": -1, "reason": {"kind": "interrupted"}}),
+    ("turn/end", {"turn": 0, "reason": {"kind": "interrupted"}}),
     ("turn/end", {"turn": 1, "reason": {"kind": "preempted"}}),
     ("step/start", {"turn": 1, "step": 1}),
     ("step/end", {"turn": 1, "step": 1}),
@@ -96,7 +103,7 @@ COMMON: list[tuple[str, Any]] = [
     ("error", {"turn": 1, "step": 1, "message": "failed"}),
     ("error", {"turn": 1, "step": 1, "message": "failed", "code": "ABORTED"}),
 ]
-"""Valid events of every known type and variant that the fast path accepts without a copy."""
+"""Valid events of every known type and variant, unknown variants included (SPEC §0.6)."""
 
 
 def nested_results(depth: int) -> dict[str, Any]:
@@ -106,34 +113,54 @@ def nested_results(depth: int) -> dict[str, Any]:
     return block
 
 
-EXACT_PATH: list[tuple[str, Any]] = [
+UNUSUAL: list[tuple[str, Any]] = [
     ("plugin/custom", {"anything": [1, {"goes": None}]}),
     ("plugin/none", None),
     ("user/message", {"content": [{"type": "audio", "data": "..."}], "source": USER}),
     ("user/message", {"content": [text("a")], "source": {"kind": "robot", "serial": 7}}),
-    ("tool/result", {"turn": 1, "step": 1, "callId": "c", "content": [], "isError": False, "extra": "kept"}),
     ("assistant/message", {"turn": 1, "step": 1, "content": [nested_results(8)]}),
-    chunk({"type": "block-end", "index": 0, "block": {"type": "audio"}}),
+    ("assistant/message", {"turn": 1, "step": 1, "content": [{"type": "video", "frames": [1, 2.5, {"a": []}]}]}),
+]
+"""Valid events with unknown types or variants, and deep nesting."""
+
+EXTRA_KEYS: list[tuple[str, Any]] = [
+    ("tool/result", {"turn": 1, "step": 1, "callId": "c", "content": [], "isError": False, "extra": "kept"}),
     ("usage", {"turn": 1, "step": 1, "usage": {"inputTokens": 1, "outputTokens": 2, "note": 1.5}}),
 ]
-"""Valid events the fast path leaves to ``parse_session_event`` (unknown types, extra keys, deep nesting)."""
+"""Valid events of known types with keys their class does not name (accepted; the keys are not kept)."""
+
+
+def raw_event(kind: str, seq: int, data: Any, time: int = 0) -> dict[str, Any]:
+    return {"type": kind, "seq": seq, "time": time, "data": data}
+
+
+def line_of(raw: Any) -> str:
+    return json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
 
 
 def verdict(raw: Any) -> tuple[str, Any]:
-    """What ``parse_session_event`` says about ``raw``: ``("ok", its JSON)`` or ``("bad", code)``."""
+    """What ``parse_session_event`` says about ``raw``: ``("ok", its line)`` or ``("bad", code)``."""
     try:
-        return "ok", dumps_json(parse_session_event(copy.deepcopy(raw)))
+        return "ok", session_event_line(parse_session_event(copy.deepcopy(raw)))
     except HarnessError as error:
         return "bad", error.code
 
 
+def _outcome(item: object) -> tuple[str, Any]:
+    if isinstance(item, HarnessError):
+        return "bad", item.code
+    assert not isinstance(item, Exception), item
+    return "ok", session_event_line(item)  # type: ignore[arg-type]
+
+
 def bulk_verdict(raw: Any) -> tuple[str, Any]:
     """The same verdict through both bulk readers (JSON text line, and row columns when the envelope allows)."""
-    [item] = parse_event_lines([dumps_json(raw)])
-    result = ("bad", item.code) if isinstance(item, HarnessError) else ("ok", dumps_json(item))
-    if isinstance(raw, dict) and set(raw) == {"type", "seq", "time", "data"} and isinstance(raw["type"], str):
-        [row] = parse_event_rows([(raw["seq"], raw["type"], raw["time"], dumps_json(raw["data"]))])
-        assert (("bad", row.code) if isinstance(row, HarnessError) else ("ok", dumps_json(row))) == result
+    [item] = parse_event_lines([line_of(raw)])
+    result = _outcome(item)
+    columns = isinstance(raw, dict) and set(raw) == {"type", "seq", "time", "data"}
+    if columns and isinstance(raw["type"], str) and type(raw["seq"]) is int and type(raw["time"]) is int:
+        [row] = parse_event_rows([(raw["seq"], raw["type"], raw["time"], line_of(raw["data"]))])
+        assert _outcome(row) == result
     return result
 
 
@@ -188,34 +215,27 @@ def mutations(raw: dict[str, Any]) -> Iterator[Any]:
         yield grown
 
 
-SAMPLES = [event(kind, index, data, time=1_700_000_000_000) for index, (kind, data) in enumerate(COMMON)]
+SAMPLES = [raw_event(kind, index, data, time=1_700_000_000_000) for index, (kind, data) in enumerate(COMMON)]
 
 
-@pytest.fixture
-def no_exact_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail the test if a value reaches ``parse_session_event`` (the fast path must decide alone)."""
-
-    def refuse(value: Any) -> Any:
-        raise AssertionError(f"took the exact path: {value!r}")
-
-    monkeypatch.setattr(readback, "parse_session_event", refuse)
-
-
-@pytest.mark.usefixtures("no_exact_path")
-def test_the_common_shapes_are_accepted_in_place_without_pydantic_or_a_copy() -> None:
-    """(every known event type and variant is checked by hand and handed over as decoded)"""
-    lines = [dumps_json(raw) for raw in SAMPLES]
+def test_every_known_and_unknown_shape_decodes_once_and_writes_back_byte_identical() -> None:
+    """(lines and rows give the typed events; each one encodes back to exactly its stored line)"""
+    raws = [*SAMPLES, *(raw_event(kind, 0, data) for kind, data in UNUSUAL)]
+    lines = [line_of(raw) for raw in raws]
     parsed = parse_event_lines(lines)
-    assert parsed == SAMPLES
-    rows = [(raw["seq"], raw["type"], raw["time"], dumps_json(raw["data"])) for raw in SAMPLES]
-    assert parse_event_rows(rows) == SAMPLES
+    assert [session_event_line(item) for item in parsed] == lines  # type: ignore[arg-type]
+    assert parsed == [parse_session_event_line(line) for line in lines]
+    rows = [(raw["seq"], raw["type"], raw["time"], line_of(raw["data"])) for raw in raws]
+    assert parse_event_rows(rows) == parsed
+    assert type(parsed[0]).__name__ == "TurnStartEvent"
+    assert type(parsed[len(SAMPLES)]) is UntypedEvent
 
 
 @pytest.mark.parametrize("index", range(len(SAMPLES)), ids=lambda index: SAMPLES[index]["type"])
-def test_every_single_change_to_a_common_event_gets_the_verdict_of_parse_session_event(index: int) -> None:
-    """(soundness: the fast path never accepts what parse_session_event refuses, nor changes what it keeps)"""
+def test_every_single_change_to_an_event_gets_the_verdict_of_parse_session_event(index: int) -> None:
+    """(the bulk readers refuse what parse_session_event refuses and keep what it keeps)"""
     raw = SAMPLES[index]
-    assert bulk_verdict(raw) == verdict(raw) == ("ok", dumps_json(raw))
+    assert bulk_verdict(raw) == verdict(raw) == ("ok", line_of(raw))
     changed = 0
     for mutated in mutations(raw):
         assert bulk_verdict(mutated) == verdict(mutated), mutated
@@ -223,11 +243,12 @@ def test_every_single_change_to_a_common_event_gets_the_verdict_of_parse_session
     assert changed > len(WRONG_VALUES)
 
 
-@pytest.mark.parametrize(("kind", "data"), EXACT_PATH, ids=[kind for kind, _ in EXACT_PATH])
-def test_unusual_valid_events_are_accepted_through_the_exact_path(kind: str, data: Any) -> None:
-    """(unknown types, extra keys, deep nesting: parse_session_event decides, and accepts)"""
-    raw = event(kind, 0, data)
-    assert bulk_verdict(raw) == verdict(raw) == ("ok", dumps_json(raw))
+@pytest.mark.parametrize(("kind", "data"), EXTRA_KEYS, ids=[kind for kind, _ in EXTRA_KEYS])
+def test_keys_a_known_class_does_not_name_are_accepted(kind: str, data: Any) -> None:
+    """(a newer writer's extra field does not make the event malformed)"""
+    raw = raw_event(kind, 0, data)
+    assert bulk_verdict(raw) == verdict(raw)
+    assert verdict(raw)[0] == "ok"
 
 
 JSON_LEAVES = st.none() | st.booleans() | st.integers(-2, 3) | st.floats(allow_nan=False, allow_infinity=False)
@@ -250,7 +271,7 @@ fuzz = st.recursive(
 def test_property_a_random_value_anywhere_in_an_event_gets_the_verdict_of_parse_session_event(
     index: int, data: st.DataObject
 ) -> None:
-    """(fuzz: replace any part of a common event with random JSON; both paths agree)"""
+    """(fuzz: replace any part of an event with random JSON; line, row and value decoding agree)"""
     raw = copy.deepcopy(SAMPLES[index])
     path = data.draw(st.sampled_from(list(paths(raw))))
     at(raw, path[:-1])[path[-1]] = data.draw(fuzz)
@@ -259,7 +280,7 @@ def test_property_a_random_value_anywhere_in_an_event_gets_the_verdict_of_parse_
 
 def test_lines_that_are_not_json_events_are_reported_not_raised() -> None:
     """(bad UTF-8, bad JSON, NaN, overflow, too deep, not an event: each line gets its own reason)"""
-    good = dumps_json(SAMPLES[0])
+    good = line_of(SAMPLES[0])
     lines: list[str | bytes] = [
         b"\xff\xfe" + good.encode(),
         good.encode(),
@@ -275,30 +296,59 @@ def test_lines_that_are_not_json_events_are_reported_not_raised() -> None:
     ]
     parsed = parse_event_lines(lines)
     assert [type(item).__name__ for item in parsed] == [
-        "UnicodeDecodeError",
-        "dict",
-        "JSONDecodeError",
-        "JSONDecodeError",
-        "ValueError",
-        "ValueError",
-        "ValueError",
+        "HarnessError",
+        "TurnStartEvent",
+        "HarnessError",
+        "HarnessError",
+        "HarnessError",
+        "HarnessError",
+        "HarnessError",
         "RecursionError",
         "HarnessError",
-        "JSONDecodeError",
-        "dict",
+        "HarnessError",
+        "TurnStartEvent",
     ]
-    assert parsed[1] == parsed[10] == SAMPLES[0]
-    assert "NaN is not a JSON value" in str(parsed[4])
-    assert "does not fit a finite float" in str(parsed[6])
+    assert parsed[1] == parsed[10] == parse_session_event(SAMPLES[0])
+    assert all(item.code == "MALFORMED" for item in parsed if isinstance(item, HarnessError))
+    assert "not valid JSON" in str(parsed[4])
+
+
+def test_lone_surrogate_escapes_from_a_reference_writer_load() -> None:
+    """(JSON.stringify writes a lone surrogate as an escape: the event is kept, bad lines stay holes)"""
+    escaped = '{"type":"user/message","seq":0,"time":0,"data":{"content":[{"type":"text","text":"a\\ud800b"}],"source":{"kind":"user"}}}'
+    nan = '{"type":"x","seq":1,"time":0,"data":["\\udc00",NaN]}'
+    wrong = '{"type":"step/start","seq":2,"time":0,"data":{"turn":"\\uDFFF","step":1}}'
+    deep = '{"type":"x","seq":3,"time":0,"data":"\\ud800",' + '"y":' + "[" * 100_000 + "]" * 100_000 + "}"
+    bad_utf8 = b'{"type":"x","seq":4,"time":0,"data":"\\ud800\xff"}'
+    parsed = parse_event_lines([escaped, escaped.encode(), nan, wrong, deep, bad_utf8])
+    assert type(parsed[0]) is UserMessageEvent
+    assert parsed[0].data.content[0].text == "a\ud800b"  # type: ignore[union-attr]
+    assert parsed[1] == parsed[0]
+    assert isinstance(parsed[2], ValueError)
+    assert "NaN is not a JSON value" in str(parsed[2])
+    assert isinstance(parsed[3], ValueError | HarnessError)  # a str where an int belongs: a hole either way
+    assert isinstance(parsed[4], RecursionError)
+    assert isinstance(parsed[5], UnicodeDecodeError)
+    [row] = parse_event_rows([(0, "user/message", 0, escaped[escaped.index('"data":') + 7 : -1])])
+    assert row == parsed[0]
 
 
 def test_rows_whose_data_is_not_json_are_reported_not_raised() -> None:
     """(a row holds the envelope in columns and the data as JSON text)"""
-    parsed = parse_event_rows([(0, "step/start", 5, '{"turn":1,"step":1}'), (1, "x", 0, "{torn"), (2, "x", 0, "NaN")])
-    assert parsed[0] == {"type": "step/start", "seq": 0, "time": 5, "data": {"turn": 1, "step": 1}}
-    assert list(parsed[0]) == ["type", "seq", "time", "data"]
-    assert isinstance(parsed[1], json.JSONDecodeError)
-    assert isinstance(parsed[2], ValueError)
+    parsed = parse_event_rows(
+        [(0, "step/start", 5, '{"turn":1,"step":1}'), (1, "x", 0, "{torn"), (2, "x", 0, "NaN"), (3, 'q"uote', 0, "1")]
+    )
+    assert type(parsed[0]) is StepStartEvent
+    assert session_event_line(parsed[0]) == '{"type":"step/start","seq":0,"time":5,"data":{"turn":1,"step":1}}'
+    assert isinstance(parsed[1], HarnessError)
+    assert isinstance(parsed[2], HarnessError)
+    assert parsed[3] == UntypedEvent(type='q"uote', seq=3, time=0, data=1)
+    odd = parse_event_rows([(0, 5, 0, "1"), (-1, "x", 0, "1"), (True, "x", 0, "1"), (0, "x", -2, "1")])  # type: ignore[list-item]
+    assert all(isinstance(item, HarnessError) and item.code == "MALFORMED" for item in odd)
+    deep = parse_event_rows([(0, "x", 0, "[" * 100_000 + "]" * 100_000), (1, "step/start", 0, '{"turn":1}')])
+    assert isinstance(deep[0], RecursionError)
+    assert isinstance(deep[1], HarnessError)
+    assert "step" in str(deep[1])
 
 
 def test_loads_stored_json_decodes_like_json_loads_but_only_json_values() -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from msgspec import UNSET
 
-from dsh.core.persistence import MISSING, SESSION_PERSISTENCE, MemoryPersistence, PersistenceError
-from dsh.core.session import SessionEvent, SessionStore, dumps_json
+from dsh.core.persistence import MISSING, SESSION_PERSISTENCE, MemoryPersistence, PersistenceError, data_text
+from dsh.core.session import SessionEvent, SessionStore
 from dsh.kernel import ConfigError, Context, KernelError
 from dsh.plugins.persistence_sqlite import (
     SCHEMA_VERSION,
@@ -26,21 +27,24 @@ from dsh.plugins.persistence_sqlite import (
 from tests.core.persistence.helpers import (
     CWD,
     Rig,
+    event,
     meta,
+    one_turn_log,
     one_user_turn,
     open_turn,
     replay,
     seqs,
     short_turn,
     texts,
+    turn_start,
     types,
+    user_message,
 )
-from tests.core.session.helpers import event, one_turn_log, turn_start, user_message
 from tests.plugins.persistence_sqlite.conftest import insert_torn_row
 
 
 def rows_of(events: list[SessionEvent]) -> list[EventRow]:
-    return [(item["seq"], item["type"], item["time"], dumps_json(item["data"])) for item in events]
+    return [(item.seq, item.type, item.time, data_text(item)) for item in events]
 
 
 @contextmanager
@@ -92,7 +96,7 @@ def test_an_empty_log_preserves_nothing_and_has_no_torn_tail() -> None:
 def test_throws_on_a_seq_gap_inside_the_committed_region_before_the_last_turn_end() -> None:
     """throws on a seq gap inside the committed region (before the last turn/end)"""
     log = one_turn_log()
-    rows = rows_of([log[0], *[dict(item, seq=item["seq"] + 1) for item in log[1:]]])  # type: ignore[misc]
+    rows = [rows_of(log)[0], *((seq + 1, kind, time, data) for seq, kind, time, data in rows_of(log)[1:])]
     with pytest.raises(
         PersistenceError, match=r"corrupt session log: seq gap in committed region \(expected 1, got 2\)"
     ) as raised:
@@ -352,8 +356,13 @@ async def test_null_columns_become_absent_header_keys_and_delete_cascades(rig: R
     await persistence.append("bare", one_user_turn())
     listed = await persistence.list()
     assert listed == [meta("bare")]
-    assert "cwd" not in listed[0]
-    assert "parentSession" not in (await persistence.load("bare")).meta
+    assert listed[0].cwd is UNSET
+    assert (await persistence.load("bare")).meta.parent_session is UNSET
+    await persistence.create(meta("child", CWD, parentSession="p"))
+    await persistence.append("child", one_user_turn())
+    persistence = await rig.remount()
+    assert (await persistence.load("child")).meta == meta("child", CWD, parentSession="p")
+    await persistence.delete("child")
     await persistence.delete("bare")
     with raw(db_path) as db:
         assert db.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)
@@ -369,7 +378,7 @@ async def test_lone_surrogates_are_stored_as_json_escapes(rig: Rig, db_path: Pat
         (data,) = db.execute("SELECT data FROM events").fetchone()
     assert "\\ud800" in data
     loaded = await (await rig.remount()).load("s1")
-    assert loaded.events[0]["data"]["content"][0]["text"] == "a\ud800b"
+    assert loaded.events[0].data.content[0].text == "a\ud800b"  # type: ignore[union-attr]
 
 
 async def test_a_closed_database_fails_every_hook_clearly(rig: Rig) -> None:
@@ -395,3 +404,31 @@ async def test_the_path_is_required_and_nothing_registers_without_it(rig: Rig) -
         with pytest.raises(ConfigError, match='plugin "session-persistence-sqlite": invalid config'):
             await rig.ctx.plugin(SessionPersistenceSqlite, config)
     assert rig.ctx.get(SESSION_PERSISTENCE) is None
+
+
+async def test_unknown_event_and_block_types_survive_load_resume_and_append_unchanged(rig: Rig, db_path: Path) -> None:
+    """(SPEC §0.6: rows of an unknown event type or holding an unknown block type are kept exactly)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("newer", CWD))
+    await persistence.append("newer", one_user_turn())
+    hologram = '{"content":[{"type":"hologram","frames":[1,2.5,{"z":null}]}],"source":{"kind":"user"}}'
+    telemetry = '{"cpu":[0.25,{"k":"v"}],"ok":true}'
+    with raw(db_path) as db:
+        db.execute(
+            "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)",
+            ("newer", 3, "user/message", 9, hologram, "newer", 4, "plugin/telemetry", 9, telemetry),
+        )
+        before = db.execute("SELECT seq, type, time, data FROM events ORDER BY seq").fetchall()
+    persistence = await rig.remount()
+    loaded = await persistence.load("newer")
+    assert [data_text(item) for item in loaded.events[3:]] == [hologram, telemetry]
+    _fiber, session = await rig.live("newer", seed=loaded.events)
+    await rig.init(session)
+    replay(session, one_user_turn(turn=2))
+    await rig.flush(session)
+    with raw(db_path) as db:
+        after = db.execute("SELECT seq, type, time, data FROM events ORDER BY seq").fetchall()
+    assert after[:5] == before
+    assert after[5:] == rows_of(list(session.events[5:]))
+    reloaded = await (await rig.remount()).load("newer")
+    assert texts(reloaded.events) == texts(session.events)

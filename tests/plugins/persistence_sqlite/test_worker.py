@@ -10,8 +10,7 @@ import pytest
 
 from dsh.core.persistence import PersistenceError
 from dsh.plugins.persistence_sqlite import SessionPersistenceSqlite
-from tests.core.persistence.helpers import CWD, Rig, meta, seqs, short_turn
-from tests.core.session.helpers import one_turn_log
+from tests.core.persistence.helpers import CWD, Rig, meta, one_turn_log, seqs, short_turn
 from tests.plugins.persistence_sqlite.test_sqlite import stored_seqs
 
 WAIT = 30.0

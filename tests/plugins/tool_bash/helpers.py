@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import dsh.plugins.tool_bash as tool_bash
 from dsh.core.bash import BASH, BashExecutor
-from dsh.core.llm import ContentBlock, MessageSource
-from dsh.core.session import Session
+from dsh.core.llm import UNSET, ContentBlock, MessageSource, TextBlock
+from dsh.core.session import Session, SessionHeader
 from dsh.core.system_prompt import SystemPrompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
 from dsh.kernel import AbortSignal, Context, Fiber, unwrap
@@ -21,14 +22,12 @@ class FakeAgent:
 
     def __init__(self, agent_id: str = "agent", cwd: str | None = None, fail: Exception | None = None) -> None:
         self.id = agent_id
-        header: dict[str, Any] = {"version": 1, "id": f"{agent_id}-session", "createdAt": 0}
-        if cwd is not None:
-            header["cwd"] = cwd
-        self.session = Session(f"{agent_id}-session", header=header)  # type: ignore[arg-type]
+        header = SessionHeader(version=1, id=f"{agent_id}-session", created_at=0, cwd=UNSET if cwd is None else cwd)
+        self.session = Session(f"{agent_id}-session", header=header)
         self.fail = fail
-        self.injected: list[tuple[list[ContentBlock], MessageSource | None]] = []
+        self.injected: list[tuple[Sequence[ContentBlock], MessageSource | None]] = []
 
-    def inject(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+    def inject(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
         if self.fail is not None:
             raise self.fail
         self.injected.append((content, source))
@@ -72,8 +71,8 @@ class Stack:
 def only_text(result: ToolExecutionResult) -> str:
     assert len(result.content) == 1
     block = result.content[0]
-    assert block["type"] == "text"
-    return block["text"]
+    assert type(block) is TextBlock
+    return block.text
 
 
 async def boot(

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import dsh.plugins.tool_bash as tool_bash
 from dsh.core.bash import BASH
-from dsh.core.llm import text
-from dsh.core.session import Session
+from dsh.core.llm import TextBlock, ToolResultBlock, text, to_json
 from dsh.core.tools import TOOLS_EXECUTE, ToolExecution, ToolExecutionResult
 from dsh.plugins.bash_local import LocalBashExecutor
 from dsh.testing.harness import Harness
+from dsh.testing.logs import data_json
 from dsh.testing.scripted import text_response, tool_call_response
-
-
-def of_type(session: Session, kind: str) -> list[dict[str, Any]]:
-    return [event["data"] for event in session.events if event["type"] == kind]
 
 
 async def with_bash(harness: Harness) -> None:
@@ -35,18 +30,18 @@ async def test_foreground_model_calls_bash_sees_the_result_replies() -> None:
         agent = h.agent()
         agent.send([text("run it")])
         await agent.when_idle()
-        results = of_type(agent.session, "tool/result")
+        results = data_json(agent.session, "tool/result")
         assert len(results) == 1
         assert results[0]["callId"] == "call-1"
         assert results[0]["content"] == [{"type": "text", "text": "integration-ok\n"}]
         assert results[0]["isError"] is False
         second = h.model.requests[1]
         tool_results = [
-            block for message in second.messages for block in message["content"] if block["type"] == "tool-result"
+            block for message in second.messages for block in message.content if type(block) is ToolResultBlock
         ]
         assert len(tool_results) == 1
-        assert tool_results[0]["content"] == [{"type": "text", "text": "integration-ok\n"}]
-        assert of_type(agent.session, "turn/end")[-1]["reason"] == {"kind": "completed"}
+        assert to_json(tool_results[0].content) == [{"type": "text", "text": "integration-ok\n"}]
+        assert data_json(agent.session, "turn/end")[-1]["reason"] == {"kind": "completed"}
 
 
 async def test_foreground_non_zero_exit_is_reported_in_the_result_text_not_as_iserror() -> None:
@@ -60,7 +55,7 @@ async def test_foreground_non_zero_exit_is_reported_in_the_result_text_not_as_is
         agent = h.agent()
         agent.send([text("run it")])
         await agent.when_idle()
-        (result,) = of_type(agent.session, "tool/result")
+        (result,) = data_json(agent.session, "tool/result")
         assert result["content"] == [{"type": "text", "text": "nope\n[exit code: 2]"}]
         assert result["isError"] is False
 
@@ -85,7 +80,9 @@ async def test_background_start_poll_completion_notice_lands_as_context_message(
                 execution.arguments = {"task_id": started[0]}
             result = await next_()
             if execution.name == "bash":
-                ack = result.content[0]["text"]  # type: ignore[typeddict-item]
+                block = result.content[0]
+                assert type(block) is TextBlock
+                ack = block.text
                 started.append(ack.removeprefix("started background task "))
             return result
 
@@ -93,7 +90,7 @@ async def test_background_start_poll_completion_notice_lands_as_context_message(
         agent = h.agent()
         agent.send([text("start it")])
         await agent.when_idle()
-        results = of_type(agent.session, "tool/result")
+        results = data_json(agent.session, "tool/result")
         assert results[0]["content"] == [{"type": "text", "text": f"started background task {started[0]}"}]
         task = h.ctx[BASH].get(started[0])
         assert task is not None
@@ -102,7 +99,7 @@ async def test_background_start_poll_completion_notice_lands_as_context_message(
         poll = results[1]["content"][0]["text"]
         assert results[1]["isError"] is False
         assert poll.startswith(("bg-done\n\n[status: ", "(no new output)\n[status: "))
-        notices = [data for data in of_type(agent.session, "context/message") if "finished" in str(data["content"])]
+        notices = [data for data in data_json(agent.session, "context/message") if "finished" in str(data["content"])]
         assert len(notices) == 1
         assert notices[0]["source"] == {"kind": "plugin", "plugin": "tool-bash"}
         assert (

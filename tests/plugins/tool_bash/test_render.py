@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh.core.bash import BashRunResult, BashTask, CollectedOutput
+from dsh.core.llm import ImageBlock, TextBlock
 from dsh.core.tools import ToolCallPresentation, ToolResult, ToolResultPresentation, ToolTerminal
 from dsh.plugins.tool_bash import (
     TITLE_CHARS,
@@ -137,7 +138,7 @@ def present_result(stack: Stack, args: Any, text: str, is_error: bool = False) -
     definition = stack.tools.get("bash")
     assert definition is not None
     assert definition.present_result is not None
-    return definition.present_result(args, ToolResult(content=[{"type": "text", "text": text}], is_error=is_error))
+    return definition.present_result(args, ToolResult(content=(TextBlock(text=text),), is_error=is_error))
 
 
 BASH_ARGS = {"command": "npm test", "description": "Run the unit tests"}
@@ -151,7 +152,7 @@ async def test_bash_presentcall_title_is_the_command_description_as_a_content_bl
         title="npm test",
         kind="execute",
         raw_input="npm test",
-        content=[{"type": "text", "text": "Run the unit tests"}],
+        content=(TextBlock(text="Run the unit tests"),),
         terminal=ToolTerminal(),
     )
     absolute = present_call(stack, "bash", {**BASH_ARGS, "workdir": "/srv/app"})
@@ -167,7 +168,7 @@ async def test_bash_presentresult_console_block_content_and_terminal_output_raw_
 ) -> None:
     """bash presentResult: console-block content AND terminal.output (RAW newlines) + parsed exit code"""
     assert present_result(stack, BASH_ARGS, "ok\nall good\n\n") == ToolResultPresentation(
-        content=[{"type": "text", "text": "```console\nok\nall good\n```"}],
+        content=(TextBlock(text="```console\nok\nall good\n```"),),
         terminal=ToolTerminal(output="ok\nall good\n\n", exit_code=0),
     )
 
@@ -223,14 +224,14 @@ async def test_bash_presentcall_presentresult_a_run_in_background_call_is_not_a_
     assert call is not None
     assert call.terminal is None
     assert present_result(stack, background, "started background task bash-1") == ToolResultPresentation(
-        content=[{"type": "text", "text": "```console\nstarted background task bash-1\n```"}]
+        content=(TextBlock(text="```console\nstarted background task bash-1\n```"),)
     )
 
 
 async def test_bash_presentresult_an_iserror_result_carries_no_exit_pill(stack: Stack) -> None:
     """bash presentResult: an isError result carries no exit pill (no real process exit to report)"""
     assert present_result(stack, BASH_ARGS, "Error: command aborted", is_error=True) == ToolResultPresentation(
-        content=[{"type": "text", "text": "```console\nError: command aborted\n```"}]
+        content=(TextBlock(text="```console\nError: command aborted\n```"),)
     )
 
 
@@ -239,7 +240,7 @@ async def test_bash_presentresult_leaves_a_non_text_unexpected_result_untouched(
     definition = stack.tools.get("bash")
     assert definition is not None
     assert definition.present_result is not None
-    image = ToolResult(content=[{"type": "image", "url": "data:image/png;base64,AA=="}], is_error=False)
+    image = ToolResult(content=(ImageBlock(url="data:image/png;base64,AA=="),), is_error=False)
     assert definition.present_result(BASH_ARGS, image) is None
 
 
@@ -248,9 +249,9 @@ async def test_bash_presentresult_a_result_that_is_not_exactly_one_block_is_unde
     definition = stack.tools.get("bash")
     assert definition is not None
     assert definition.present_result is not None
-    two = ToolResult(content=[{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], is_error=False)
+    two = ToolResult(content=(TextBlock(text="a"), TextBlock(text="b")), is_error=False)
     assert definition.present_result(BASH_ARGS, two) is None
-    assert definition.present_result(BASH_ARGS, ToolResult(content=[], is_error=False)) is None
+    assert definition.present_result(BASH_ARGS, ToolResult(content=(), is_error=False)) is None
 
 
 async def test_bash_output_bash_kill_presentcall_a_readable_task_scoped_title_task_id_as_rawinput(stack: Stack) -> None:

@@ -13,15 +13,16 @@ import pytest
 import dsh.plugins.tool_bash as tool_bash
 from dsh.core.bash import BASH, BashTaskRead
 from dsh.core.errors import HarnessError
+from dsh.core.llm import PluginSource, text, text_of, to_json
 from dsh.core.system_prompt import SYSTEM_PROMPT, SystemPrompt
-from dsh.core.tools import TOOLS, TOOLS_CHANGE, ToolExecution, ToolRegistry
+from dsh.core.tools import TOOLS, TOOLS_CHANGE, ToolErrorInfo, ToolExecution, ToolRegistry
 from dsh.kernel import AbortController, Context, FiberState, unwrap
 from dsh.plugins.bash_local import LocalBashExecutor
 from tests.core.bash.helpers import StubExecutor, fire
 from tests.plugins.bash_local.helpers import Handshake, file_bytes, real, until
-from tests.plugins.tool_bash.helpers import FakeAgent, Stack, boot
+from tests.plugins.tool_bash.helpers import FakeAgent, Stack, boot, only_text
 
-PLUGIN_SOURCE = {"kind": "plugin", "plugin": "tool-bash"}
+PLUGIN_SOURCE = PluginSource(plugin="tool-bash")
 
 
 def args(command: str, **extra: Any) -> dict[str, Any]:
@@ -53,7 +54,7 @@ async def finished(stack: Stack, task_id: str) -> None:
 async def test_returns_stdout_for_a_successful_command(stack: Stack) -> None:
     """returns stdout for a successful command"""
     result = await stack.call("bash", args("echo hello"))
-    assert result.to_json() == {"callId": "call-1", "content": [{"type": "text", "text": "hello\n"}], "isError": False}
+    assert to_json(result) == {"callId": "call-1", "content": [{"type": "text", "text": "hello\n"}], "isError": False}
 
 
 async def test_reports_no_output_for_silent_commands(stack: Stack) -> None:
@@ -107,8 +108,8 @@ async def test_surfaces_spawn_failures_as_iserror(stack: Stack, tmp_path: Path) 
     """surfaces spawn failures as isError"""
     result = await stack.call("bash", args("true", workdir=str(tmp_path / "missing")))
     assert result.is_error is True
-    assert "ENOENT" in result.content[0]["text"]  # type: ignore[typeddict-item]
-    assert result.error == {"name": "HarnessError", "code": "ENOENT"}
+    assert "ENOENT" in only_text(result)
+    assert result.error == ToolErrorInfo(name="HarnessError", code="ENOENT")
 
 
 async def test_surfaces_aborts_as_iserror(stack: Stack, handshake: Handshake) -> None:
@@ -121,8 +122,8 @@ async def test_surfaces_aborts_as_iserror(stack: Stack, handshake: Handshake) ->
     controller.abort("user stop")
     result = await pending
     assert result.is_error is True
-    assert result.content == [{"type": "text", "text": "Error: command aborted"}]
-    assert result.error == {"name": "HarnessError", "code": "ABORTED"}
+    assert result.content == (text("Error: command aborted"),)
+    assert result.error == ToolErrorInfo(name="HarnessError", code="ABORTED")
     already = AbortController()
     already.abort("too late")
     assert "aborted" in await stack.error("bash", args("true"), signal=already.signal)
@@ -143,8 +144,8 @@ async def test_rejects_schema_invalid_args(stack: Stack, arguments: dict[str, An
     """rejects schema-invalid args %j"""
     result = await stack.call("bash", arguments)
     assert result.is_error is True
-    assert violation in result.content[0]["text"]  # type: ignore[typeddict-item]
-    assert result.error == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
+    assert violation in only_text(result)
+    assert result.error == ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
 
 
 @pytest.mark.parametrize(
@@ -170,11 +171,11 @@ async def test_rejects_value_invalid_args(stack: Stack, arguments: dict[str, Any
 async def test_registers_all_three_schemas_in_the_system_prompt_assembly(stack: Stack) -> None:
     """registers all three schemas in the system prompt assembly"""
     assembly = await stack.root[SYSTEM_PROMPT].assemble()
-    assert [tool["name"] for tool in assembly.tools] == ["bash", "bash_output", "bash_kill"]
-    bash_schema = assembly.tools[0]["parameters"]
+    assert [tool.name for tool in assembly.tools] == ["bash", "bash_output", "bash_kill"]
+    bash_schema = assembly.tools[0].parameters
     assert bash_schema["required"] == ["command"]
     assert list(bash_schema["properties"]) == ["command", "description", "timeoutMs", "workdir", "run_in_background"]
-    assert assembly.tools[1]["parameters"]["required"] == ["task_id"]
+    assert assembly.tools[1].parameters["required"] == ["task_id"]
 
 
 async def test_unregisters_everything_when_the_plugin_fiber_is_disposed_hmr_safety(stack: Stack) -> None:
@@ -218,7 +219,7 @@ async def test_a_throwing_tools_change_listener_rolls_the_plugin_back_and_names_
     assert executor.task_done_listener_count == 0
     listener()
     await root.plugin(tool_bash)
-    assert [schema["name"] for schema in root[TOOLS].schemas()] == ["bash", "bash_output", "bash_kill"]
+    assert [schema.name for schema in root[TOOLS].schemas()] == ["bash", "bash_output", "bash_kill"]
 
 
 # ------------------------------------------------------------------------ describe background tools
@@ -308,13 +309,12 @@ async def test_injects_a_completion_notice_into_the_owning_agent(stack: Stack) -
     await finished(stack, task_id)
     assert agent.injected == [
         (
-            [
-                {
-                    "type": "text",
-                    "text": f"background bash task {task_id} finished [status: completed, exit code: 4]. "
-                    "Read its output with bash_output.",
-                }
-            ],
+            (
+                text(
+                    f"background bash task {task_id} finished [status: completed, exit code: 4]. "
+                    "Read its output with bash_output."
+                ),
+            ),
             PLUGIN_SOURCE,
         )
     ]
@@ -348,7 +348,7 @@ async def test_does_not_notify_when_no_agent_owned_the_task(stack: Stack) -> Non
     owned = await start(stack, "true", agent)
     await finished(stack, unowned)
     await finished(stack, owned)
-    assert [content[0]["text"].split(" finished")[0] for content, _source in agent.injected] == [  # type: ignore[typeddict-item]
+    assert [text_of(content).split(" finished")[0] for content, _source in agent.injected] == [
         f"background bash task {owned}"
     ]
     assert unowned not in tool_state(stack).owners
@@ -460,6 +460,6 @@ async def test_a_call_without_a_description_runs(stack: Stack) -> None:
     """description is optional: a call without one (or with a blank one) runs the command"""
     result = await stack.call("bash", {"command": "echo no-description"})
     assert result.is_error is False
-    assert result.content[0]["text"] == "no-description\n"  # type: ignore[typeddict-item]
+    assert only_text(result) == "no-description\n"
     blank = await stack.call("bash", {"command": "echo blank", "description": " \n"})
-    assert blank.content[0]["text"] == "blank\n"  # type: ignore[typeddict-item]
+    assert only_text(blank) == "blank\n"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh.core.agent import AGENT_QUEUED, Agent, QueuedInfo
-from dsh.core.llm import ContentBlock
+from dsh.core.llm import ContentBlock, text_of
 from dsh.kernel import Context, Effect
 from dsh.plugins.ui_stdio import StdioChatConfig, StdioRuntime, create_stdio_chat
 
@@ -134,6 +134,5 @@ class QueuedLog:
         self.entries: list[tuple[str, str, bool]] = []
         ctx.on(AGENT_QUEUED, self._on_queued)
 
-    def _on_queued(self, agent: Agent, content: list[ContentBlock], info: QueuedInfo) -> None:
-        texts = "".join(block["text"] for block in content if block["type"] == "text")
-        self.entries.append((agent.id, texts, info["steering"]))
+    def _on_queued(self, agent: Agent, content: tuple[ContentBlock, ...], info: QueuedInfo) -> None:
+        self.entries.append((agent.id, text_of(content), info.steering))

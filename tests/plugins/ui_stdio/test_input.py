@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from dsh.core.agent import AGENT_QUEUED, AGENT_STATUS, Agent, AgentStatus
+from dsh.core.llm import TextBlock
+from dsh.core.session import TurnStartEvent, UserMessageEvent
 from dsh.plugins.ui_stdio import create_stdio_chat
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import HANG, text_response
@@ -18,10 +20,11 @@ from tests.plugins.ui_stdio.helpers import QueuedLog, new_chat, start_chat
 
 def user_texts(agent: Agent) -> list[str]:
     return [
-        block["text"]
+        block.text
         for event in agent.session.events
-        if event["type"] == "user/message"
-        for block in event["data"]["content"]
+        if type(event) is UserMessageEvent
+        for block in event.data.content
+        if type(block) is TextBlock
     ]
 
 
@@ -159,10 +162,10 @@ def turn_users(agent: Agent) -> list[list[str]]:
     """The user texts of each turn, in order."""
     turns: list[list[str]] = []
     for event in agent.session.events:
-        if event["type"] == "turn/start":
+        if type(event) is TurnStartEvent:
             turns.append([])
-        elif event["type"] == "user/message":
-            turns[-1].extend(block["text"] for block in event["data"]["content"])
+        elif type(event) is UserMessageEvent:
+            turns[-1].extend(block.text for block in event.data.content if type(block) is TextBlock)
     return turns
 
 
@@ -181,7 +184,7 @@ async def test_one_turn_per_line_sends_piped_lines_as_separate_turns() -> None:
 async def test_one_turn_per_line_waits_for_a_turn_already_running() -> None:
     async with Harness([HANG, text_response("after")]) as h:
         agent = h.agent("main")
-        agent.send([{"type": "text", "text": "before"}])
+        agent.send([TextBlock(text="before")])
         await running(h, agent)
         chat = start_chat(h.ctx, {"oneTurnPerLine": True})
         chat.keyboard.type("queued\r")

@@ -13,6 +13,7 @@ import pytest
 
 import dsh.plugins.ui_stdio as ui_stdio
 from dsh.core.agent import AGENT_QUEUED, Agent
+from dsh.core.llm import text_of
 from dsh.kernel import ConfigError, Context, FiberState, describe, resolve_plugin
 from dsh.plugins.ui_stdio import EXIT_DELAY, StdioChatConfig, chat_config, exit_process, stdio_runtime
 from dsh.plugins.ui_stdio import plugin as plugin_module
@@ -70,7 +71,7 @@ async def test_apply_chats_over_the_real_stdin_and_stdout(
         queued: asyncio.Queue[str] = asyncio.Queue()
 
         def on_queued(_agent: Agent, content: Any, _info: Any) -> None:
-            queued.put_nowait(content[0]["text"])
+            queued.put_nowait(text_of(content))
 
         h.ctx.on(AGENT_QUEUED, on_queued)
         fiber = await h.ctx.plugin(ui_stdio, {"welcome": "hello from stdio"})

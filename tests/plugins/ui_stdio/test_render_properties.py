@@ -8,6 +8,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh.core.llm import BlockEndChunk, ReasoningDeltaChunk, TextDeltaChunk, UserSource, text
+from dsh.core.session import (
+    MessageData,
+    ToolCallData,
+    ToolCallEvent,
+    ToolResultData,
+    ToolResultEvent,
+    UntypedEvent,
+    UserMessageEvent,
+)
 from dsh.plugins.ui_stdio import DIM, PROMPT, RESET, Renderer
 
 words = st.text(alphabet="abc xyz\n", max_size=6)
@@ -29,23 +39,26 @@ operations = st.lists(
 def play(renderer: Renderer, operation: tuple[str, Any]) -> None:
     kind, value = operation
     if kind == "reasoning":
-        renderer.chunk({"type": "reasoning-delta", "index": 0, "text": value})
+        renderer.chunk(ReasoningDeltaChunk(index=0, text=value))
     elif kind == "text":
-        renderer.chunk({"type": "text-delta", "index": 1, "text": value})
+        renderer.chunk(TextDeltaChunk(index=1, text=value))
     elif kind == "turn_start":
         renderer.turn_start("main", value)
     elif kind == "turn_end":
         renderer.turn_end()
     elif kind == "tool_call":
-        data = {"turn": 1, "step": 1, "callId": "c", "name": "t", "arguments": value}
-        renderer.session_event({"type": "tool/call", "seq": 0, "time": 0, "data": data})
+        call = ToolCallData(turn=1, step=1, call_id="c", name="t", arguments=value)
+        renderer.session_event(ToolCallEvent(seq=0, time=0, data=call))
     elif kind == "tool_result":
-        data = {"turn": 1, "step": 1, "callId": "c", "content": [{"type": "text", "text": value}], "isError": False}
-        renderer.session_event({"type": "tool/result", "seq": 0, "time": 0, "data": data})
+        result = ToolResultData(turn=1, step=1, call_id="c", content=(text(value),), is_error=False)
+        renderer.session_event(ToolResultEvent(seq=0, time=0, data=result))
     elif kind == "other_chunk":
-        renderer.chunk({"type": "block-end", "index": 0, "block": {"type": "text", "text": value}})
+        renderer.chunk(BlockEndChunk(index=0, block=text(value)))
+    elif value:
+        renderer.session_event(UntypedEvent(type="plugin/note", seq=0, time=0, data={"text": value}))
     else:
-        renderer.session_event({"type": "user/message", "seq": 0, "time": 0, "data": {"content": []}})
+        message = MessageData(content=(), source=UserSource())
+        renderer.session_event(UserMessageEvent(seq=0, time=0, data=message))
 
 
 @given(operations)

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Raw
+
 from dsh.core.agent import AGENT_STREAM_CHUNK, AGENT_TURN_END, AGENT_TURN_START
-from dsh.core.llm import ContentBlock, text
+from dsh.core.llm import (
+    BlockEndChunk,
+    BlockStartChunk,
+    ContentBlock,
+    FinishChunk,
+    ReasoningDeltaChunk,
+    StopFinish,
+    TokenUsage,
+    ToolCallDeltaChunk,
+    UsageChunk,
+    UserSource,
+    text,
+)
+from dsh.core.session import CompletedReason, SteeringMessageData, SteeringMessageEvent
 from dsh.core.tools import ToolExecution, define_tool
 from dsh.plugins.ui_stdio import DIM, RESET
 from dsh.testing.harness import Harness
+from dsh.testing.logs import data_json, event_types
 from dsh.testing.scripted import text_response
 from tests.plugins.ui_stdio.helpers import start_chat
 from tests.plugins.ui_stdio.scripts import finished, reasoning_block, text_block, tool_call_block
@@ -17,8 +33,8 @@ BANNER = "ready.\n> "
 
 
 def register_bash(h: Harness, output: str) -> None:
-    async def run(_args: Any, _execution: ToolExecution) -> list[ContentBlock]:
-        return [text(output)]
+    async def run(_args: Any, _execution: ToolExecution) -> tuple[ContentBlock, ...]:
+        return (text(output),)
 
     h.tools.register(define_tool("bash", "Run a command.", {"command": {"type": "string", "required": True}}, run))
 
@@ -40,7 +56,7 @@ async def test_falls_back_to_default_welcome_agent_when_called_with_empty_config
         chat.keyboard.type("hello")
         await chat.keyboard.drained()
         await agent.when_idle()
-        user_messages = [e["data"]["content"] for e in agent.session.events if e["type"] == "user/message"]
+        user_messages = [data["content"] for data in data_json(agent.session, "user/message")]
         assert user_messages == [[{"type": "text", "text": "hello"}]]
         none_chat = start_chat(h.ctx, None)
         assert none_chat.output == "ready.\n> "
@@ -73,12 +89,12 @@ async def test_ignores_stream_chunk_types_it_does_not_render() -> None:
         agent = h.agent("main")
         chat = start_chat(h.ctx)
         chunks: list[Any] = [
-            {"type": "block-start", "index": 0, "blockType": "text"},
-            {"type": "tool-call-delta", "index": 0, "id": "c1", "name": "x", "argumentsDelta": "{}"},
-            {"type": "block-end", "index": 0, "block": {"type": "text", "text": "not again"}},
-            {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
-            {"type": "finish", "reason": {"kind": "stop"}},
-            {"type": "future-chunk", "text": "unknown"},
+            BlockStartChunk(index=0, block_type="text"),
+            ToolCallDeltaChunk(index=0, id="c1", name="x", arguments_delta="{}"),
+            BlockEndChunk(index=0, block=text("not again")),
+            UsageChunk(usage=TokenUsage(input_tokens=1, output_tokens=2)),
+            FinishChunk(reason=StopFinish()),
+            Raw(b'{"type":"future-chunk","text":"unknown"}'),  # no chunk type this version knows
         ]
         for chunk in chunks:
             h.ctx.emit(AGENT_STREAM_CHUNK, agent, 1, 1, chunk)
@@ -92,7 +108,7 @@ async def test_renders_turn_start_and_turn_end_markers() -> None:
         chat = start_chat(h.ctx)
         h.ctx.emit(AGENT_TURN_START, agent, 3)
         assert chat.output == BANNER + "\n[main turn 3] "
-        h.ctx.emit(AGENT_TURN_END, agent, 3, {"kind": "completed"})
+        h.ctx.emit(AGENT_TURN_END, agent, 3, CompletedReason())
         assert chat.output == BANNER + "\n[main turn 3] \n> "
 
 
@@ -161,7 +177,7 @@ async def test_ignores_session_events_it_does_not_render() -> None:
         chat = start_chat(h.ctx)
         agent.inject([text("background note")])
         await agent.when_idle()
-        assert [e["type"] for e in agent.session.events] == ["turn/start", "context/message", "turn/end"]
+        assert event_types(agent.session) == ["turn/start", "context/message", "turn/end"]
         assert chat.output == BANNER
 
 
@@ -170,7 +186,7 @@ async def test_a_steering_line_is_written_on_a_line_of_its_own_after_ending_a_re
 
     written: list[str] = []
     renderer = Renderer(written.append)
-    renderer.chunk({"type": "reasoning-delta", "index": 0, "text": "hmm"})
-    steering = {"content": [{"type": "text", "text": "faster"}], "source": {"kind": "user"}}
-    renderer.session_event({"type": "steering/message", "seq": 0, "time": 0, "data": steering})  # type: ignore[typeddict-item]
+    renderer.chunk(ReasoningDeltaChunk(index=0, text="hmm"))
+    steering = SteeringMessageData(turn=1, content=(text("faster"),), source=UserSource())
+    renderer.session_event(SteeringMessageEvent(seq=0, time=0, data=steering))
     assert "".join(written) == f"{DIM}hmm{RESET}\n  [steering] faster\n"

@@ -6,8 +6,7 @@ path in YAML. Its parts are public for embedding and tests:
 
 * :class:`DeepSeekAdapter` -- the :class:`~dsh.core.llm.LlmAdapter`;
 * :func:`serialize_request`, :func:`serialize_messages`, :func:`serialize_message` -- options
-  to the request body; :class:`RequestEncoder` / :func:`encode_request` -- that body as bytes,
-  with and without the cache of encoded messages;
+  to the request body (frozen ``msgspec`` structs); :func:`encode_request` -- that body as bytes;
 * :class:`SseParser`, :func:`parse_sse` -- response bytes to event payloads;
 * :class:`StreamTranslator`, :func:`translate`, :func:`map_finish_reason`,
   :func:`map_usage` -- payloads to chunks.
@@ -21,7 +20,6 @@ from dsh.adapters.deepseek.adapter import (
     DeepSeekAdapter,
     http_error_code,
 )
-from dsh.adapters.deepseek.encode import DEFAULT_CACHE_BYTES, RequestEncoder, encode_request
 from dsh.adapters.deepseek.plugin import API_KEY_ENV, BASE_URL_ENV, Config, apply, inject, name
 from dsh.adapters.deepseek.serialize import (
     EMPTY_TOOL_RESULT,
@@ -31,6 +29,7 @@ from dsh.adapters.deepseek.serialize import (
     Thinking,
     WireMessage,
     WireTool,
+    encode_request,
     serialize_message,
     serialize_messages,
     serialize_request,
@@ -43,7 +42,6 @@ __all__ = [
     "API_KEY_ENV",
     "BASE_URL_ENV",
     "CONNECT_TIMEOUT",
-    "DEFAULT_CACHE_BYTES",
     "DEFAULT_MODELS",
     "DONE",
     "DRAIN_TIMEOUT",
@@ -56,7 +54,6 @@ __all__ = [
     "DeepSeekAdapter",
     "ReasoningEffort",
     "RequestDefaults",
-    "RequestEncoder",
     "SseParser",
     "StreamTranslator",
     "Thinking",

@@ -43,8 +43,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from dsh.adapters.deepseek.encode import RequestEncoder
-from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking
+from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking, encode_request
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
 from dsh.adapters.deepseek.transport import env_proxy, load_ssl_context, network_error, new_session, warm_up
@@ -312,9 +311,9 @@ class DeepSeekAdapter(LlmAdapter):
     ``models`` records the names this adapter is meant to serve (the plugin registers
     them); the model of each call is ``options.model``. ``thinking`` and
     ``reasoning_effort`` are sent on every request when set. ``drain_timeout`` bounds
-    the read of a body's tail after ``[DONE]`` (see the module docstring). Request
-    bodies are encoded by one :class:`~dsh.adapters.deepseek.encode.RequestEncoder`, which
-    keeps the wire JSON of recent messages so a growing history is not re-encoded whole.
+    the read of a body's tail after ``[DONE]`` (see the module docstring). Each request
+    body is built and encoded from the options by
+    :func:`~dsh.adapters.deepseek.serialize.encode_request`.
 
     Without ``session`` the adapter owns one ``aiohttp.ClientSession``, created on the
     first stream (:func:`~dsh.adapters.deepseek.transport.new_session`:
@@ -350,7 +349,6 @@ class DeepSeekAdapter(LlmAdapter):
             "accept-encoding": "identity",
             "user-agent": USER_AGENT,
         }
-        self._encoder = RequestEncoder()
         self._session = session
         self._owns_session = session is None
         self._proxy: Proxy = (None, None)
@@ -425,7 +423,7 @@ class DeepSeekAdapter(LlmAdapter):
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """One streaming call; see the module docstring for failures, connection reuse and cancellation."""
-        content = self._encoder.encode(options, self.defaults)
+        content = encode_request(options, self.defaults)
         signal = options.signal
         if signal is not None:
             signal.throw_if_aborted()

@@ -4,32 +4,62 @@ One stream holds at most one reasoning block and one text block, plus one tool-c
 block per wire ``tool_calls[].index``; block indices count up in the order blocks
 open. Every ``block-end``, the ``usage`` and the ``finish`` wait for ``[DONE]``, so a
 stream that breaks off never claims to have finished.
+
+Each payload is decoded once, by ``msgspec``, keeping only ``choices`` and ``usage``
+(the members the translation reads); their contents are untrusted JSON, and a value
+of the wrong type counts as absent. The chunks out are the typed vocabulary.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, AsyncIterable, Mapping
 from typing import Any, Literal
 
+import msgspec
+
 from dsh.adapters.deepseek.sse import DONE as DONE
 from dsh.core.errors import LlmError
-from dsh.core.llm import ContentBlock, FinishReason, StreamChunk, TokenUsage, ToolCallDeltaChunk
+from dsh.core.llm import (
+    UNSET,
+    BlockEndChunk,
+    BlockStartChunk,
+    ContentBlock,
+    ErrorFinish,
+    FinishChunk,
+    FinishReason,
+    MaxTokensFinish,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    UsageChunk,
+)
 
 
 def map_finish_reason(reason: str) -> FinishReason:
     """``stop``, ``tool_calls`` and ``length`` map to their kinds; anything else is an in-band error.
 
-    An unknown reason becomes ``{"kind": "error", "message": "model stopped: <reason>",
-    "code": <REASON upper-cased>}`` (e.g. ``CONTENT_FILTER``).
+    An unknown reason becomes ``ErrorFinish(message="model stopped: <reason>",
+    code=<REASON upper-cased>)`` (e.g. ``CONTENT_FILTER``).
     """
     if reason == "stop":
-        return {"kind": "stop"}
+        return _STOP
     if reason == "tool_calls":
-        return {"kind": "tool-calls"}
+        return _TOOL_CALLS
     if reason == "length":
-        return {"kind": "max-tokens"}
-    return {"kind": "error", "message": f"model stopped: {reason}", "code": reason.upper()}
+        return _MAX_TOKENS
+    return ErrorFinish(message=f"model stopped: {reason}", code=reason.upper())
+
+
+_STOP = StopFinish()
+_TOOL_CALLS = ToolCallsFinish()
+_MAX_TOKENS = MaxTokensFinish()
 
 
 _EMPTY: Mapping[str, Any] = {}
@@ -44,22 +74,19 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
 
     Cache hits come from ``prompt_tokens_details.cached_tokens``, else
     ``prompt_cache_hit_tokens``; they are subtracted from ``prompt_tokens`` and reported
-    as ``cacheReadTokens`` (even when 0). ``reasoningTokens`` comes from
-    ``completion_tokens_details.reasoning_tokens``. Absent wire fields stay absent.
+    as ``cache_read_tokens`` (even when 0). ``reasoning_tokens`` comes from
+    ``completion_tokens_details.reasoning_tokens``. Absent wire fields stay ``UNSET``.
     """
     cache_read = _mapping(usage.get("prompt_tokens_details")).get("cached_tokens")
     if cache_read is None:
         cache_read = usage.get("prompt_cache_hit_tokens")
     reasoning = _mapping(usage.get("completion_tokens_details")).get("reasoning_tokens")
-    mapped: TokenUsage = {
-        "inputTokens": (usage.get("prompt_tokens") or 0) - (cache_read or 0),
-        "outputTokens": usage.get("completion_tokens") or 0,
-    }
-    if cache_read is not None:
-        mapped["cacheReadTokens"] = cache_read
-    if reasoning is not None:
-        mapped["reasoningTokens"] = reasoning
-    return mapped
+    return TokenUsage(
+        input_tokens=(usage.get("prompt_tokens") or 0) - (cache_read or 0),
+        output_tokens=usage.get("completion_tokens") or 0,
+        cache_read_tokens=cache_read if cache_read is not None else UNSET,
+        reasoning_tokens=reasoning if reasoning is not None else UNSET,
+    )
 
 
 class _Block:
@@ -77,20 +104,28 @@ class _Block:
     def assembled(self) -> ContentBlock:
         joined = "".join(self.parts)
         if self.kind == "tool-call":
-            return {"type": "tool-call", "id": self.call_id, "name": self.name, "arguments": joined}
+            return ToolCallBlock(id=self.call_id, name=self.name, arguments=joined)
         if self.kind == "reasoning":
-            return {"type": "reasoning", "text": joined}
-        return {"type": "text", "text": joined}
+            return ReasoningBlock(text=joined)
+        return TextBlock(text=joined)
 
 
-def _parse(payload: str) -> dict[str, Any]:
+class _Payload(msgspec.Struct):
+    """The two members of a wire chunk the translation reads, each still untrusted JSON."""
+
+    choices: Any = None
+    usage: Any = None
+
+
+_decode_payload = msgspec.json.Decoder(_Payload).decode
+
+
+def _parse(payload: str) -> _Payload:
+    """The payload's JSON object (its other members skipped), else ``MALFORMED_RESPONSE``."""
     try:
-        chunk = json.loads(payload)
-    except ValueError:
-        chunk = None
-    if not isinstance(chunk, dict):
-        raise LlmError(f"malformed SSE payload: {payload[:120]}", "MALFORMED_RESPONSE")
-    return chunk
+        return _decode_payload(payload)
+    except msgspec.DecodeError:  # not JSON, or not an object
+        raise LlmError(f"malformed SSE payload: {payload[:120]}", "MALFORMED_RESPONSE") from None
 
 
 class StreamTranslator:
@@ -116,7 +151,7 @@ class StreamTranslator:
     def _open(self, kind: Literal["text", "reasoning", "tool-call"], out: list[StreamChunk]) -> _Block:
         block = _Block(len(self._blocks), kind)
         self._blocks.append(block)
-        out.append({"type": "block-start", "index": block.index, "blockType": kind})
+        out.append(BlockStartChunk(index=block.index, block_type=kind))
         return block
 
     def feed(self, payload: str, out: list[StreamChunk]) -> bool:
@@ -125,12 +160,12 @@ class StreamTranslator:
             self._close(out)
             return True
         chunk = _parse(payload)
-        choices = chunk.get("choices")
+        choices = chunk.choices
         if isinstance(choices, list):
             for choice in choices:
                 if isinstance(choice, dict):
                     self._choice(choice, out)
-        usage = chunk.get("usage")
+        usage = chunk.usage
         if isinstance(usage, dict):
             self._usage = map_usage(usage)
         return False
@@ -144,14 +179,14 @@ class StreamTranslator:
                 if block is None:
                     block = self._reasoning = self._open("reasoning", out)
                 block.parts.append(reasoning)
-                out.append({"type": "reasoning-delta", "index": block.index, "text": reasoning})
+                out.append(ReasoningDeltaChunk(index=block.index, text=reasoning))
             content = delta.get("content")
             if content and isinstance(content, str):
                 block = self._text
                 if block is None:
                     block = self._text = self._open("text", out)
                 block.parts.append(content)
-                out.append({"type": "text-delta", "index": block.index, "text": content})
+                out.append(TextDeltaChunk(index=block.index, text=content))
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
                 for position, call in enumerate(calls):
@@ -178,25 +213,16 @@ class StreamTranslator:
         fragment = function.get("arguments")
         fragment = fragment if isinstance(fragment, str) else ""
         block.parts.append(fragment)
-        delta: ToolCallDeltaChunk
-        if block.name:
-            delta = {
-                "type": "tool-call-delta",
-                "index": block.index,
-                "id": block.call_id,
-                "name": block.name,
-                "argumentsDelta": fragment,
-            }
-        else:
-            delta = {"type": "tool-call-delta", "index": block.index, "id": block.call_id, "argumentsDelta": fragment}
-        out.append(delta)
+        out.append(
+            ToolCallDeltaChunk(index=block.index, id=block.call_id, name=block.name or UNSET, arguments_delta=fragment)
+        )
 
     def _close(self, out: list[StreamChunk]) -> None:
         for block in self._blocks:
-            out.append({"type": "block-end", "index": block.index, "block": block.assembled()})
+            out.append(BlockEndChunk(index=block.index, block=block.assembled()))
         if self._usage is not None:
-            out.append({"type": "usage", "usage": self._usage})
-        out.append({"type": "finish", "reason": self._finish if self._finish is not None else {"kind": "stop"}})
+            out.append(UsageChunk(usage=self._usage))
+        out.append(FinishChunk(reason=self._finish if self._finish is not None else _STOP))
 
 
 async def translate(payloads: AsyncIterable[str]) -> AsyncGenerator[StreamChunk, None]:

@@ -34,7 +34,7 @@ from dsh.adapters.openai.failure import request_failure, stream_failure
 from dsh.adapters.openai.request import ChatRequest, Reasoning, build_request
 from dsh.adapters.openai.translate import ChunkTranslator
 from dsh.core.errors import LlmError
-from dsh.core.llm import ErrorFinish, GenerateOptions, LlmAdapter, StreamChunk
+from dsh.core.llm import AbortedFinish, ErrorFinish, FinishChunk, GenerateOptions, LlmAdapter, StreamChunk
 from dsh.core.redact import register_secret
 from dsh.kernel import AbortSignal
 
@@ -52,6 +52,8 @@ DEFAULT_TIMEOUT = openai.Timeout(300.0, connect=30.0)
 class _Failed:
     reason: ErrorFinish
 
+
+_ABORTED = AbortedFinish()
 
 _END = object()
 """The pump's marker: the SDK stream ended (or the signal fired: see ``_Call.aborted``)."""
@@ -200,7 +202,7 @@ class OpenAIAdapter(LlmAdapter):
         client = self.client
         signal = options.signal
         if signal is not None and signal.aborted:
-            yield {"type": "finish", "reason": {"kind": "aborted"}}
+            yield FinishChunk(reason=_ABORTED)
             return
         translator = ChunkTranslator()
         call = _Call(client, request, signal)
@@ -208,7 +210,7 @@ class OpenAIAdapter(LlmAdapter):
             while True:
                 item = await call.next()
                 if call.aborted:
-                    ending = translator.fail({"kind": "aborted"})
+                    ending = translator.fail(_ABORTED)
                 elif item is _END:
                     ending = translator.close()
                 elif isinstance(item, _Failed):

@@ -1,7 +1,7 @@
 """SDK exceptions to in-band ``finish {kind: "error"}`` reasons.
 
 This adapter never raises a provider failure out of the stream: it ends the stream
-with an error finish whose ``code`` says what went wrong (SPEC §2.3 codes):
+with an ``ErrorFinish`` whose ``code`` says what went wrong (SPEC §2.3 codes):
 
 * before the answer (``create`` raised): an HTTP error status maps by its SDK class
   -- ``AuthenticationError`` / ``PermissionDeniedError`` ``AUTH``, ``RateLimitError``
@@ -49,14 +49,14 @@ def request_failure(error: Exception) -> ErrorFinish:
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         message = redact_secrets(_body_message(error.body) or f"provider API error (HTTP {status})")
-        return {"kind": "error", "message": message, "code": status_error_code(error)}
+        return ErrorFinish(message=message, code=status_error_code(error))
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__
         detail = error_message(cause) if cause is not None else error_message(error)
         message = (
             f"request to {error.request.url} failed: {detail} (check baseURL / $DEEPSEEK_BASE_URL and the network)"
         )
-        return {"kind": "error", "message": message, "code": "NETWORK"}
+        return ErrorFinish(message=message, code="NETWORK")
     return other_failure(error)
 
 
@@ -65,14 +65,14 @@ def stream_failure(error: Exception) -> ErrorFinish:
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__
         detail = f": {error_message(cause)}" if cause is not None else ""
-        return {"kind": "error", "message": f"the provider's stream broke off{detail}", "code": "STREAM_CLOSED"}
+        return ErrorFinish(message=f"the provider's stream broke off{detail}", code="STREAM_CLOSED")
     if isinstance(error, openai.APIError):
-        return {"kind": "error", "message": redact_secrets(error.message), "code": error.code or "PROVIDER_ERROR"}
+        return ErrorFinish(message=redact_secrets(error.message), code=error.code or "PROVIDER_ERROR")
     if isinstance(error, ValueError):
-        return {"kind": "error", "message": f"malformed stream payload: {error}", "code": "MALFORMED_RESPONSE"}
+        return ErrorFinish(message=f"malformed stream payload: {error}", code="MALFORMED_RESPONSE")
     return other_failure(error)
 
 
 def other_failure(error: Exception) -> ErrorFinish:
     """The finish for an unexpected exception: its message, its ``code`` or ``UNKNOWN``."""
-    return {"kind": "error", "message": error_message(error), "code": error_code(error) or "UNKNOWN"}
+    return ErrorFinish(message=error_message(error), code=error_code(error) or "UNKNOWN")

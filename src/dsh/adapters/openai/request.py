@@ -12,7 +12,7 @@ it (DeepSeek's rules, which other endpoints accept too):
 * a user message becomes its text (only when it has some, or has no tool results)
   followed by one ``role: "tool"`` message per tool result (empty results are sent as
   ``(no output)``);
-* images and block types this adapter does not know are skipped; text blocks are
+* images and blocks this version does not know (``Unknown``) are skipped; text blocks are
   concatenated with no separator.
 
 Provider fields the SDK does not model (``reasoning_content`` in history, ``thinking``,
@@ -30,7 +30,17 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.shared_params import FunctionDefinition
 
 from dsh.core.errors import LlmError
-from dsh.core.llm import ContentBlock, GenerateOptions, Message, ToolSchema
+from dsh.core.llm import (
+    UNSET,
+    ContentBlock,
+    GenerateOptions,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+)
 
 Reasoning: TypeAlias = Literal["off", "high", "xhigh"]
 """The ``reasoning`` setting: ``off`` disables thinking; ``high`` / ``xhigh`` set its effort."""
@@ -110,20 +120,20 @@ def reasoning_fields(reasoning: Reasoning | None) -> dict[str, Any]:
 
 
 def _text(blocks: Sequence[ContentBlock]) -> str:
-    return "".join(block["text"] for block in blocks if block["type"] == "text")
+    return "".join([block.text for block in blocks if type(block) is TextBlock])
 
 
 def _reasoning(blocks: Sequence[ContentBlock]) -> str:
-    return "".join(block["text"] for block in blocks if block["type"] == "reasoning")
+    return "".join([block.text for block in blocks if type(block) is ReasoningBlock])
 
 
 def _assistant(content: Sequence[ContentBlock]) -> ChatAssistantMessage:
     text = _text(content)
     calls: list[ChatToolCall] = []
     for block in content:
-        if block["type"] == "tool-call":
-            function: ChatFunctionCall = {"name": block["name"], "arguments": block["arguments"]}
-            calls.append({"id": block["id"], "type": "function", "function": function})
+        if type(block) is ToolCallBlock:
+            function: ChatFunctionCall = {"name": block.name, "arguments": block.arguments}
+            calls.append({"id": block.id, "type": "function", "function": function})
     if not calls:
         return {"role": "assistant", "content": text if text else None}
     message: ChatAssistantMessage = {"role": "assistant", "content": text}
@@ -137,12 +147,12 @@ def _assistant(content: Sequence[ContentBlock]) -> ChatAssistantMessage:
 def _user(content: Sequence[ContentBlock]) -> list[ChatMessage]:
     text = _text(content)
     chat: list[ChatMessage] = []
-    results = [block for block in content if block["type"] == "tool-result"]
+    results = [block for block in content if type(block) is ToolResultBlock]
     if text or not results:
         chat.append({"role": "user", "content": text})
     for result in results:
-        output = _text(result["content"])
-        chat.append({"role": "tool", "tool_call_id": result["toolCallId"], "content": output or EMPTY_TOOL_RESULT})
+        output = _text(result.content)
+        chat.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": output or EMPTY_TOOL_RESULT})
     return chat
 
 
@@ -150,25 +160,25 @@ def to_chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
     """The chat messages for a conversation (without ``options.system``); see the module docstring."""
     chat: list[ChatMessage] = []
     for message in messages:
-        role = message["role"]
+        role = message.role
         if role == "system":
-            chat.append({"role": "system", "content": _text(message["content"])})
+            chat.append({"role": "system", "content": _text(message.content)})
         elif role == "assistant":
-            chat.append(_assistant(message["content"]))
+            chat.append(_assistant(message.content))
         else:
-            chat.extend(_user(message["content"]))
+            chat.extend(_user(message.content))
     return chat
 
 
 def to_chat_tool(schema: ToolSchema) -> ChatCompletionFunctionToolParam:
     """A function tool; ``strict`` is sent exactly as given and left out when the schema has none."""
     function: FunctionDefinition = {
-        "name": schema["name"],
-        "description": schema["description"],
-        "parameters": schema["parameters"],
+        "name": schema.name,
+        "description": schema.description,
+        "parameters": schema.parameters,
     }
-    if "strict" in schema:
-        function["strict"] = schema["strict"]
+    if schema.strict is not UNSET:
+        function["strict"] = schema.strict
     return {"type": "function", "function": function}
 
 

@@ -30,13 +30,29 @@ from openai.types.chat.chat_completion_chunk import (
 )
 from openai.types.completion_usage import PromptTokensDetails
 
-from dsh.core.llm import ContentBlock, ErrorFinish, FinishReason, StreamChunk, TokenUsage, ToolCallDeltaChunk
+from dsh.core.llm import (
+    UNSET,
+    BlockEndChunk,
+    BlockStartChunk,
+    ContentBlock,
+    ErrorFinish,
+    FinishChunk,
+    FinishReason,
+    MaxTokensFinish,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    UsageChunk,
+)
 
-STREAM_CLOSED: ErrorFinish = {
-    "kind": "error",
-    "message": "the provider's stream ended without a finish_reason",
-    "code": "STREAM_CLOSED",
-}
+STREAM_CLOSED = ErrorFinish(message="the provider's stream ended without a finish_reason", code="STREAM_CLOSED")
 """The finish of a stream that ended (or broke off) before the model finished."""
 
 
@@ -56,16 +72,21 @@ def _extra(model: object, name: str) -> object:
 def map_finish_reason(reason: str) -> FinishReason:
     """``stop``, ``tool_calls`` and ``length`` map to their kinds; anything else is an in-band error.
 
-    An unknown reason becomes ``{"kind": "error", "message": "model stopped: <reason>",
-    "code": <REASON upper-cased>}`` (e.g. ``CONTENT_FILTER``).
+    An unknown reason becomes ``ErrorFinish(message="model stopped: <reason>",
+    code=<REASON upper-cased>)`` (e.g. ``CONTENT_FILTER``).
     """
     if reason == "stop":
-        return {"kind": "stop"}
+        return _STOP
     if reason == "tool_calls":
-        return {"kind": "tool-calls"}
+        return _TOOL_CALLS
     if reason == "length":
-        return {"kind": "max-tokens"}
-    return {"kind": "error", "message": f"model stopped: {reason}", "code": reason.upper()}
+        return _MAX_TOKENS
+    return ErrorFinish(message=f"model stopped: {reason}", code=reason.upper())
+
+
+_STOP = StopFinish()
+_TOOL_CALLS = ToolCallsFinish()
+_MAX_TOKENS = MaxTokensFinish()
 
 
 def map_usage(usage: CompletionUsage) -> TokenUsage:
@@ -74,7 +95,7 @@ def map_usage(usage: CompletionUsage) -> TokenUsage:
     Cache hits come from ``prompt_tokens_details.cached_tokens``, else the provider's
     ``prompt_cache_hit_tokens``; cache writes from ``prompt_tokens_details.cache_write_tokens``.
     Both are subtracted from ``prompt_tokens`` (which includes them) and reported as
-    ``cacheReadTokens`` / ``cacheWriteTokens`` only when greater than 0. Reasoning
+    ``cache_read_tokens`` / ``cache_write_tokens`` only when greater than 0. Reasoning
     tokens are not reported separately (they are part of ``outputTokens``).
     """
     details = usage.prompt_tokens_details
@@ -85,15 +106,12 @@ def map_usage(usage: CompletionUsage) -> TokenUsage:
     cache_write = _int(details.cache_write_tokens) if details is not None else None
     read = cache_read if cache_read is not None and cache_read > 0 else 0
     write = cache_write if cache_write is not None and cache_write > 0 else 0
-    mapped: TokenUsage = {
-        "inputTokens": (_int(usage.prompt_tokens) or 0) - read - write,
-        "outputTokens": _int(usage.completion_tokens) or 0,
-    }
-    if read:
-        mapped["cacheReadTokens"] = read
-    if write:
-        mapped["cacheWriteTokens"] = write
-    return mapped
+    return TokenUsage(
+        input_tokens=(_int(usage.prompt_tokens) or 0) - read - write,
+        output_tokens=_int(usage.completion_tokens) or 0,
+        cache_read_tokens=read or UNSET,
+        cache_write_tokens=write or UNSET,
+    )
 
 
 @dataclass
@@ -107,10 +125,10 @@ class _Block:
     def assembled(self) -> ContentBlock:
         joined = "".join(self.parts)
         if self.kind == "tool-call":
-            return {"type": "tool-call", "id": self.call_id, "name": self.name, "arguments": joined}
+            return ToolCallBlock(id=self.call_id, name=self.name, arguments=joined)
         if self.kind == "reasoning":
-            return {"type": "reasoning", "text": joined}
-        return {"type": "text", "text": joined}
+            return ReasoningBlock(text=joined)
+        return TextBlock(text=joined)
 
 
 class ChunkTranslator:
@@ -153,16 +171,16 @@ class ChunkTranslator:
             if reasoning:
                 if self._reasoning is None:
                     self._reasoning = self._open("reasoning")
-                    yield {"type": "block-start", "index": self._reasoning.index, "blockType": "reasoning"}
+                    yield BlockStartChunk(index=self._reasoning.index, block_type="reasoning")
                 self._reasoning.parts.append(reasoning)
-                yield {"type": "reasoning-delta", "index": self._reasoning.index, "text": reasoning}
+                yield ReasoningDeltaChunk(index=self._reasoning.index, text=reasoning)
             content = _str(delta.content)
             if content:
                 if self._text is None:
                     self._text = self._open("text")
-                    yield {"type": "block-start", "index": self._text.index, "blockType": "text"}
+                    yield BlockStartChunk(index=self._text.index, block_type="text")
                 self._text.parts.append(content)
-                yield {"type": "text-delta", "index": self._text.index, "text": content}
+                yield TextDeltaChunk(index=self._text.index, text=content)
             calls = delta.tool_calls
             for position, call in enumerate(calls if isinstance(calls, list) else ()):
                 if isinstance(call, ChoiceDeltaToolCall):
@@ -177,7 +195,7 @@ class ChunkTranslator:
         block = self._tools.get(key)
         if block is None:
             block = self._tools[key] = self._open("tool-call")
-            yield {"type": "block-start", "index": block.index, "blockType": "tool-call"}
+            yield BlockStartChunk(index=block.index, block_type="tool-call")
         call_id = _str(call.id)
         if call_id:
             block.call_id = call_id
@@ -188,18 +206,9 @@ class ChunkTranslator:
             block.name = name
         fragment = (_str(function.arguments) if function is not None else None) or ""
         block.parts.append(fragment)
-        delta: ToolCallDeltaChunk
-        if block.name:
-            delta = {
-                "type": "tool-call-delta",
-                "index": block.index,
-                "id": block.call_id,
-                "name": block.name,
-                "argumentsDelta": fragment,
-            }
-        else:
-            delta = {"type": "tool-call-delta", "index": block.index, "id": block.call_id, "argumentsDelta": fragment}
-        yield delta
+        yield ToolCallDeltaChunk(
+            index=block.index, id=block.call_id, name=block.name or UNSET, arguments_delta=fragment
+        )
 
     def close(self) -> Iterator[StreamChunk]:
         """The end of a stream the SDK finished reading.
@@ -212,13 +221,13 @@ class ChunkTranslator:
             yield from self.fail(STREAM_CLOSED)
             return
         for block in self._blocks:
-            yield {"type": "block-end", "index": block.index, "block": block.assembled()}
+            yield BlockEndChunk(index=block.index, block=block.assembled())
         if self._usage is not None:
-            yield {"type": "usage", "usage": self._usage}
-        yield {"type": "finish", "reason": self._finish}
+            yield UsageChunk(usage=self._usage)
+        yield FinishChunk(reason=self._finish)
 
     def fail(self, reason: FinishReason) -> Iterator[StreamChunk]:
         """The end of a failed or aborted stream: ``usage`` if any arrived, then ``finish`` with ``reason``."""
         if self._usage is not None:
-            yield {"type": "usage", "usage": self._usage}
-        yield {"type": "finish", "reason": reason}
+            yield UsageChunk(usage=self._usage)
+        yield FinishChunk(reason=reason)

@@ -2,15 +2,36 @@
 
 The concrete loop emits them; UIs, hooks and orchestrators listen. Payload order is
 part of the contract. ``turn`` and ``step`` are the numbers logged in the session
-(turns from 1, steps from 1 within a turn; step 0 names "no step").
+(turns from 1, steps from 1 within a turn; step 0 names "no step"). Payload values
+are the immutable vocabulary shared with the session log (content is a tuple of
+blocks): listeners read them as they are, and nothing copies them.
 
-Emission rules that every listener must know (SPEC §1.4, §17.2): an ``emit``
-listener's exception propagates to the loop. Boundary events (turn and step start,
-turn end, stream chunks, steering) are deliberately uncaught, so a throwing listener
-fails the turn; ``agent/status``, ``agent/error`` and ``agent/step-end`` are
-contained (the loop logs and carries on). Waterfall listeners receive
-``(*args, next)``, must return what ``next()`` returns unless they own the decision,
-and return an awaitable.
+What a raising listener does (SPEC §1.4, §17.2). An ``emit`` stops at the first
+listener that raises; a listener that returns a coroutine runs it as a task of its
+own plugin, where a failure is only logged. A synchronous raise:
+
+* propagates to the caller for ``agent/created`` (to whoever registered the agent,
+  after the registration was rolled back) and ``agent/queued`` (to the caller of
+  ``send``/``steer``; the input stays queued);
+* fails the turn, which is closed without ``agent/turn-end``, for the boundary
+  events ``agent/turn-start``, ``agent/step-start`` and ``agent/steering``: the
+  open step is closed, one ``error`` event is logged, ``turn/end`` gets reason
+  ``error`` (``disposed`` when the agent is being disposed) and ``agent/error``
+  reports the failure;
+* fails the turn the same way, but the turn still closes normally
+  (``agent/turn-end`` fires with reason ``error``), for the events of the model call (``agent/request``,
+  ``agent/stream-chunk``, ``agent/step-result``: the reason is ``aborted`` instead
+  when the step's abort fired, ``disposed`` when the agent is being disposed),
+  for ``agent/step-end`` (caught where it is emitted, after ``step/end`` was
+  logged) and for ``agent/turn-continuation``;
+* is contained for ``agent/turn-end`` (the turn is already closed: the failure is
+  logged and reported as ``agent/error`` only, never as a session event; ignored
+  during disposal), ``agent/status`` and ``agent/error`` (logged as a warning), and
+  ``agent/disposed`` (logged by the disposal that emitted it).
+
+In every case the loop itself carries on with the next turn. Waterfall listeners
+receive ``(*args, next)``, must return what ``next()`` returns unless they own the
+decision, and return an awaitable.
 """
 
 from __future__ import annotations
@@ -51,9 +72,9 @@ AGENT_STATUS: EmitEvent[[Agent, AgentStatus]] = EmitEvent(
 )
 """An agent's status changed. See ``doc``."""
 
-AGENT_QUEUED: EmitEvent[[Agent, list[ContentBlock], QueuedInfo]] = EmitEvent(
+AGENT_QUEUED: EmitEvent[[Agent, tuple[ContentBlock, ...], QueuedInfo]] = EmitEvent(
     "agent/queued",
-    doc="""emit ``(agent, content, {source, steering})``: ``send`` or ``steer`` accepted input.
+    doc="""emit ``(agent, content, QueuedInfo(source, steering))``: ``send`` or ``steer`` accepted input.
 
     ``source`` is the resolved source; ``steering`` says which queue took it. Steering
     re-queued after its turn ended is not announced again. A raising listener's error
@@ -66,7 +87,8 @@ AGENT_TURN_START: EmitEvent[[Agent, int]] = EmitEvent(
     "agent/turn-start",
     doc="""emit ``(agent, turn)``: after ``turn/start`` and the turn's user messages were logged.
 
-    A raising listener fails the turn (logged ``error``, reason ``error``).
+    A raising listener fails the turn (logged ``error``, reason ``error``); no
+    ``agent/turn-end`` follows.
     """,
 )
 """A turn began. See ``doc``."""
@@ -88,16 +110,17 @@ AGENT_STEP_START: EmitEvent[[Agent, int, int]] = EmitEvent(
     doc="""emit ``(agent, turn, step)``: after ``step/start`` was logged, before the model is called.
 
     A listener may ``cancel`` (the step then ends as aborted with reason
-    ``cancelled``); a raising listener fails the turn.
+    ``cancelled``); a raising listener fails the turn and no ``agent/turn-end`` follows.
     """,
 )
 """A step began; the model is about to be called. See ``doc``."""
 
 AGENT_STEP_END: EmitEvent[[Agent, int, int]] = EmitEvent(
     "agent/step-end",
-    doc="""emit ``(agent, turn, step)``: after ``step/end`` was logged. Contained: a raising
-    listener fails the turn without breaking the log's balance. Steering added here is
-    run in a further step of the same turn.
+    doc="""emit ``(agent, turn, step)``: after ``step/end`` was logged. A raising listener is
+    caught here, so the log stays balanced: it fails the turn (logged ``error``, reason
+    ``error``), which then closes normally with ``agent/turn-end``. Steering added here
+    is run in a further step of the same turn.
     """,
 )
 """A step was closed. See ``doc``."""
@@ -108,7 +131,8 @@ AGENT_REQUEST: WaterfallEvent[[Agent, int, int, GenerateOptions], Awaitable[Gene
 
     Runs before each model call. Listeners edit ``options`` (the model, system prompt,
     tools, messages) and return ``next()``; one that owns the decision may return an
-    awaitable of other options without calling ``next()``. A raise fails the step.
+    awaitable of other options without calling ``next()``. A raise fails the step and
+    the turn (reason ``error``; ``agent/turn-end`` still fires).
     """,
 )
 """Shapes (or replaces) each model request. See ``doc``."""
@@ -119,7 +143,8 @@ AGENT_STEP_RESULT: WaterfallEvent[[Agent, int, int, Message], Awaitable[Message]
 
     Runs on the assembled assistant message before it is logged; the returned message
     is what is logged and drives tool dispatch (a rewrite may add or drop tool calls).
-    Listeners return ``next()`` unless they replace the message. A raise fails the step.
+    Listeners return ``next()`` unless they replace the message. A raise fails the step
+    and the turn (reason ``error``; ``agent/turn-end`` still fires).
     """,
 )
 """Shapes (or replaces) each assistant message before it is logged. See ``doc``."""
@@ -131,7 +156,7 @@ AGENT_TURN_CONTINUATION: WaterfallEvent[[Agent, int, bool], Awaitable[bool]] = W
     Decides whether the turn runs another step after a clean step. The default is
     True when the step made tool calls or steering arrived. A listener may short-circuit
     with its own decision; pending steering forces another step regardless. A raise
-    fails the turn.
+    fails the turn (reason ``error``; ``agent/turn-end`` still fires).
     """,
 )
 """Decides whether a turn runs another step. See ``doc``."""
@@ -139,17 +164,18 @@ AGENT_TURN_CONTINUATION: WaterfallEvent[[Agent, int, bool], Awaitable[bool]] = W
 AGENT_STREAM_CHUNK: EmitEvent[[Agent, int, int, StreamChunk]] = EmitEvent(
     "agent/stream-chunk",
     doc="""emit ``(agent, turn, step, chunk)``: one model stream chunk, after it was logged as
-    ``assistant/chunk``. Listeners must be fast and must not mutate ``chunk``; a raise
-    fails the step.
+    ``assistant/chunk``. Listeners must be fast (the chunk is immutable and shared with
+    the log); a raise fails the step and the turn (reason ``error``; ``agent/turn-end``
+    still fires).
     """,
 )
 """One streamed model chunk. See ``doc``."""
 
-AGENT_STEERING: EmitEvent[[Agent, int, list[ContentBlock], MessageSource]] = EmitEvent(
+AGENT_STEERING: EmitEvent[[Agent, int, tuple[ContentBlock, ...], MessageSource]] = EmitEvent(
     "agent/steering",
     doc="""emit ``(agent, turn, content, source)``: steering input was logged as
     ``steering/message`` inside ``turn`` and will be seen by the next step. A raise
-    fails the turn.
+    fails the turn and no ``agent/turn-end`` follows.
     """,
 )
 """Steering input entered the open turn. See ``doc``."""

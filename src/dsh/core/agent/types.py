@@ -9,9 +9,11 @@ written against these names keeps working if the loop is replaced.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from msgspec import Struct
 
 from dsh.core.llm.types import ContentBlock, MessageSource
 from dsh.core.session import Session
@@ -36,10 +38,10 @@ class AgentOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class QueuedInfo(TypedDict):
-    """Third payload argument of ``agent/queued``.
+class QueuedInfo(Struct, frozen=True):
+    """Third payload argument of ``agent/queued`` (an immutable value).
 
-    ``source`` is the resolved source (``{"kind": "user"}`` when the caller gave none);
+    ``source`` is the resolved source (``UserSource()`` when the caller gave none);
     ``steering`` is True when the message went to the steering queue of a running turn.
     """
 
@@ -53,8 +55,8 @@ class Agent(Protocol):
 
     ``send``/``steer``/``inject`` raise once the agent is disposed (message
     ``agent "<id>" is disposed``); ``abort``/``cancel`` never raise. ``content``
-    is a list of content blocks and is snapshotted when logged: the caller keeps
-    ownership of the list it passed.
+    is a sequence of content blocks (a tuple, or a list the agent turns into one);
+    the blocks are immutable and logged as they are, never copied.
     """
 
     @property
@@ -77,18 +79,18 @@ class Agent(Protocol):
         """The current status; ``disposed`` is terminal."""
         ...
 
-    def send(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
-        """Queue a user message (``source`` defaults to ``{"kind": "user"}``).
+    def send(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
+        """Queue a user message (``source`` defaults to ``UserSource()``).
 
         Starts a turn on a later tick when idle; otherwise joins the next turn.
         """
         ...
 
-    def steer(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+    def steer(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
         """While running, inject ``content`` between steps of the current turn; else behave as ``send``."""
         ...
 
-    def inject(self, content: list[ContentBlock], *, source: MessageSource | None = None) -> None:
+    def inject(self, content: Sequence[ContentBlock], *, source: MessageSource | None = None) -> None:
         """Log a ``context/message`` without running the model.
 
         Inside the open turn when one is open in the log, else wrapped in a one-shot

@@ -6,13 +6,25 @@
 * :class:`LlmService` under :data:`LLM`, and the :class:`LlmAdapter` seam;
 * the ``llm/*`` event catalog: :data:`LLM_STREAM`, :data:`LLM_GENERATE`,
   :data:`LLM_ADAPTER_CHANGE`;
-* ``parse_*``: validation of untrusted JSON into the vocabulary (imported from
-  :mod:`.validate` on first access, so a process that never validates skips it).
+* :mod:`.codec`: ``decode``/``convert`` untrusted JSON into the vocabulary in one
+  checked pass, ``encode`` it back (``parse_*`` are typed shorthands).
 """
 
-from typing import TYPE_CHECKING, Any
+from msgspec import UNSET, UnsetType
 
 from dsh.core.llm.assembler import BlockAssembler
+from dsh.core.llm.codec import (
+    convert,
+    decode,
+    encode,
+    parse_content_block,
+    parse_finish_reason,
+    parse_message,
+    parse_stream_chunk,
+    parse_token_usage,
+    to_json,
+    variant_tag,
+)
 from dsh.core.llm.events import LLM_ADAPTER_CHANGE, LLM_GENERATE, LLM_STREAM
 from dsh.core.llm.service import LLM, LlmAdapter, LlmService
 from dsh.core.llm.types import (
@@ -45,42 +57,19 @@ from dsh.core.llm.types import (
     ToolCallsFinish,
     ToolResultBlock,
     ToolSchema,
+    Unknown,
     UsageChunk,
     UserSource,
     text,
     text_of,
 )
 
-if TYPE_CHECKING:
-    from dsh.core.llm.validate import (
-        parse_content_block,
-        parse_finish_reason,
-        parse_message,
-        parse_stream_chunk,
-        parse_token_usage,
-    )
-
-_VALIDATORS = frozenset(
-    {"parse_content_block", "parse_finish_reason", "parse_message", "parse_stream_chunk", "parse_token_usage"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    """The ``parse_*`` validators, imported on first use (they bring pydantic shapes a turn never needs)."""
-    if name in _VALIDATORS:
-        from dsh.core.llm import validate
-
-        value = getattr(validate, name)
-        globals()[name] = value  # later lookups find it without this hook
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "LLM",
     "LLM_ADAPTER_CHANGE",
     "LLM_GENERATE",
     "LLM_STREAM",
+    "UNSET",
     "AbortedFinish",
     "AgentSource",
     "BlockAssembler",
@@ -113,8 +102,13 @@ __all__ = [
     "ToolCallsFinish",
     "ToolResultBlock",
     "ToolSchema",
+    "Unknown",
+    "UnsetType",
     "UsageChunk",
     "UserSource",
+    "convert",
+    "decode",
+    "encode",
     "parse_content_block",
     "parse_finish_reason",
     "parse_message",
@@ -122,4 +116,6 @@ __all__ = [
     "parse_token_usage",
     "text",
     "text_of",
+    "to_json",
+    "variant_tag",
 ]

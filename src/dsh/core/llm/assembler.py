@@ -17,17 +17,30 @@ from __future__ import annotations
 
 from dsh.core.errors import HarnessError, assert_never
 from dsh.core.llm.types import (
+    BlockEndChunk,
+    BlockStartChunk,
     ContentBlock,
+    FinishChunk,
     FinishReason,
     GenerateResult,
     Message,
+    ReasoningBlock,
+    ReasoningDeltaChunk,
+    StopFinish,
     StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
     TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    UsageChunk,
 )
+
+_STOP = StopFinish()
 
 
 class _Partial:
-    """One index's state: deltas collected so far and, once closed, its block."""
+    """One index's private, mutable state: deltas collected so far and, once closed, its block."""
 
     __slots__ = ("arguments", "block", "block_type", "text", "tool_call_id", "tool_call_name")
 
@@ -43,12 +56,12 @@ class _Partial:
 class BlockAssembler:
     """Folds one model stream into content blocks; see the module docstring.
 
-    One assembler serves one stream and is not thread-safe. Blocks returned by
-    :meth:`push`, :meth:`blocks` and the flush methods are the very ``block`` values
-    the stream carried (no copy): callers that mutate them own that choice.
-    ``push`` raises only for a chunk outside the closed ``StreamChunk`` union;
-    ``blocks`` raises only for an index that never closed and whose type cannot be
-    assembled from deltas (``cannot assemble incomplete block of type "<t>"``).
+    One assembler serves one stream and is not thread-safe. A block a ``block-end``
+    carried is returned as that very (immutable) value; a block assembled from
+    deltas is built once it is asked for. ``push`` raises only for a chunk outside
+    the closed ``StreamChunk`` union (``UNREACHABLE``); ``blocks`` raises only for an
+    index that never closed and whose type cannot be assembled from deltas
+    (``cannot assemble incomplete block of type "<t>"``, code ``INCOMPLETE_BLOCK``).
     """
 
     __slots__ = ("_finish", "_flushed", "_order", "_partials", "_usage")
@@ -68,43 +81,40 @@ class BlockAssembler:
 
     def push(self, chunk: StreamChunk) -> ContentBlock | None:
         """Fold one chunk in; return the block a ``block-end`` closed, else None."""
-        partials = self._partials
-        if chunk["type"] == "text-delta":
-            partial = partials.get(chunk["index"]) or self._open(chunk["index"], "text")
+        if type(chunk) is TextDeltaChunk:
+            partial = self._partials.get(chunk.index) or self._open(chunk.index, "text")
             if partial.block is None:
-                partial.text.append(chunk["text"])
+                partial.text.append(chunk.text)
             return None
-        if chunk["type"] == "reasoning-delta":
-            partial = partials.get(chunk["index"]) or self._open(chunk["index"], "reasoning")
+        if type(chunk) is ToolCallDeltaChunk:
+            partial = self._partials.get(chunk.index) or self._open(chunk.index, "tool-call")
             if partial.block is None:
-                partial.text.append(chunk["text"])
+                partial.tool_call_id = chunk.id
+                if chunk.name:
+                    partial.tool_call_name = chunk.name
+                partial.arguments.append(chunk.arguments_delta)
             return None
-        if chunk["type"] == "tool-call-delta":
-            partial = partials.get(chunk["index"]) or self._open(chunk["index"], "tool-call")
+        if type(chunk) is ReasoningDeltaChunk:
+            partial = self._partials.get(chunk.index) or self._open(chunk.index, "reasoning")
             if partial.block is None:
-                partial.tool_call_id = chunk.get("id")
-                name = chunk.get("name")
-                if name:
-                    partial.tool_call_name = name
-                partial.arguments.append(chunk["argumentsDelta"])
+                partial.text.append(chunk.text)
             return None
-        if chunk["type"] == "block-start":
-            if chunk["index"] not in partials:
-                self._open(chunk["index"], chunk["blockType"])
+        if type(chunk) is BlockStartChunk:
+            if chunk.index not in self._partials:
+                self._open(chunk.index, chunk.block_type)
             return None
-        if chunk["type"] == "block-end":
-            block = chunk["block"]
-            partial = partials.get(chunk["index"]) or self._open(chunk["index"], block["type"])
+        if type(chunk) is BlockEndChunk:
+            partial = self._partials.get(chunk.index) or self._open(chunk.index, "")
             if partial.block is not None:
                 return None
-            partial.block = block
+            block = partial.block = chunk.block
             return block
-        if chunk["type"] == "usage":
-            self._usage = chunk["usage"]
+        if type(chunk) is UsageChunk:
+            self._usage = chunk.usage
             return None
-        if chunk["type"] != "finish":
+        if type(chunk) is not FinishChunk:
             assert_never(chunk, "BlockAssembler.push")
-        self._finish = chunk["reason"]
+        self._finish = chunk.reason
         return None
 
     def _get(self, index: int) -> _Partial:
@@ -120,18 +130,17 @@ class BlockAssembler:
             return partial.block
         kind = partial.block_type
         if kind == "text":
-            return {"type": "text", "text": "".join(partial.text)}
+            return TextBlock(text="".join(partial.text))
         if kind == "reasoning":
-            return {"type": "reasoning", "text": "".join(partial.text)}
+            return ReasoningBlock(text="".join(partial.text))
         if kind == "tool-call":
             call_id = partial.tool_call_id
             name = partial.tool_call_name
-            return {
-                "type": "tool-call",
-                "id": f"call-{index}" if call_id is None else call_id,
-                "name": "" if name is None else name,
-                "arguments": "".join(partial.arguments),
-            }
+            return ToolCallBlock(
+                id=f"call-{index}" if call_id is None else call_id,
+                name="" if name is None else name,
+                arguments="".join(partial.arguments),
+            )
         raise HarnessError(f'cannot assemble incomplete block of type "{kind}"', "INCOMPLETE_BLOCK")
 
     def blocks(self) -> list[ContentBlock]:
@@ -174,14 +183,13 @@ class BlockAssembler:
 
     @property
     def finish(self) -> FinishReason:
-        """The last ``finish`` chunk's reason, or ``{"kind": "stop"}`` when none arrived."""
-        if self._finish is None:
-            return {"kind": "stop"}
-        return self._finish
+        """The last ``finish`` chunk's reason, or :class:`StopFinish` when none arrived."""
+        finish = self._finish
+        return _STOP if finish is None else finish
 
     def message(self) -> Message:
-        """The assembled assistant message (``content`` is :meth:`blocks`)."""
-        return {"role": "assistant", "content": self.blocks()}
+        """The assembled assistant message (``content`` is :meth:`blocks` as a tuple)."""
+        return Message(role="assistant", content=tuple(self.blocks()))
 
     def result(self) -> GenerateResult:
         """The assembled answer: message, finish, and usage (None when none arrived)."""

@@ -27,8 +27,8 @@ class LlmAdapter(ABC):
     ``stream`` returns an async iterator (usually it is an ``async def`` generator)
     that obeys the chunk contract of SPEC §2.2: ``usage`` before ``finish``, nothing
     after ``finish``, tool-call arguments as raw JSON text. It reports failure either
-    by raising while iterated (transport, protocol) or in band, by ending with
-    ``finish {"kind": "error" | "aborted"}``. It must observe ``options.signal``
+    by raising while iterated (transport, protocol) or in band, by ending with a
+    ``FinishChunk`` of ``ErrorFinish`` or ``AbortedFinish``. It must observe ``options.signal``
     promptly, and it releases its resources when the consumer closes the iterator
     early (``aclose()``) or is cancelled.
     """
@@ -139,7 +139,7 @@ class LlmService(Service):
 
         The default answer drains :meth:`stream` (so ``llm/stream`` listeners apply)
         into a :class:`BlockAssembler`. Raises whatever the stream raises, including
-        ``LlmError`` ``NO_ADAPTER``; an in-band ``finish {"kind": "error"}`` is
+        ``LlmError`` ``NO_ADAPTER``; an in-band ``ErrorFinish`` is
         returned as the result's ``finish``, not raised.
         """
 

@@ -1,167 +1,184 @@
 """The provider-neutral vocabulary every plugin speaks (SPEC §2.1-2.2).
 
-Content blocks, messages, sources, finish reasons, usage and stream chunks are JSON
-on disk and on the wire, so they are modelled as ``TypedDict``: the Python value *is*
-the JSON value, keys keep their wire names (``toolCallId``) and construction order,
-and nothing is converted on the hot path. Values coming from outside (a file, a
-socket) are checked at that edge with the pydantic adapters in :mod:`.validate`.
+Every value here is an immutable ``msgspec.Struct``: built once, shared by every
+reader, never copied. Fields are snake_case in Python and camelCase on the wire
+(``tool_call_id`` ↔ ``toolCallId``); a variant's tag is its ``type`` (blocks,
+chunks) or ``kind`` (sources, finish reasons), so the encoded value is exactly the
+JSON of SPEC §2. An optional field is :data:`UNSET` when absent (never ``None``:
+the wire has no ``null`` for it), and absent fields are not written.
 
-The unions are merge-extensible: code that switches over ``type`` or ``kind`` must
-fall through for a variant it does not know (SPEC §0.6). Only ``StreamChunk`` is a
-closed union inside the assembler.
+Sequences are tuples. The open unions (content blocks, sources, finish reasons)
+may also hold an :data:`Unknown` value: a variant this version does not know, read
+from another writer, kept as its exact JSON and written back unchanged (SPEC §0.6).
+Code that ``match``\\es over them must fall through on anything else.
+
+Construction does not check types (that is the decoder's job at the edge, see
+:mod:`dsh.core.llm.codec`); build values with the right types.
 """
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypeAlias
+from __future__ import annotations
 
-from typing_extensions import TypedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, TypeAlias
+
+from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 
 from dsh.kernel import AbortSignal
 
 CallId: TypeAlias = str
 Role: TypeAlias = Literal["system", "user", "assistant"]
+Cache: TypeAlias = Literal["ephemeral"]
+
+Count: TypeAlias = Annotated[int, Meta(ge=0)]
+"""A non-negative JSON integer (chunk indices, token counts; turn and step numbers, seq, epoch ms)."""
+
+Unknown: TypeAlias = Raw
+"""A variant of an open union this version does not know: its exact JSON, written back as is."""
 
 
-class TextBlock(TypedDict):
-    type: Literal["text"]
+class _Block(Struct, frozen=True, tag_field="type", rename="camel"):
+    """Base of the content blocks (not itself a block)."""
+
+
+class TextBlock(_Block, frozen=True, tag="text"):
     text: str
-    cache: NotRequired[Literal["ephemeral"]]
+    cache: Cache | UnsetType = UNSET
 
 
-class ReasoningBlock(TypedDict):
-    type: Literal["reasoning"]
+class ReasoningBlock(_Block, frozen=True, tag="reasoning"):
     text: str
 
 
-class ToolCallBlock(TypedDict):
-    type: Literal["tool-call"]
+class ToolCallBlock(_Block, frozen=True, tag="tool-call"):
     id: CallId
     name: str
     arguments: str
 
 
-class ToolResultBlock(TypedDict):
-    type: Literal["tool-result"]
-    toolCallId: CallId
-    content: list["ContentBlock"]
-    isError: NotRequired[bool]
-    cache: NotRequired[Literal["ephemeral"]]
+class ToolResultBlock(_Block, frozen=True, tag="tool-result"):
+    tool_call_id: CallId
+    content: tuple[ContentBlock, ...]
+    is_error: bool | UnsetType = UNSET
+    cache: Cache | UnsetType = UNSET
 
 
-class ImageBlock(TypedDict):
-    type: Literal["image"]
+class ImageBlock(_Block, frozen=True, tag="image"):
     url: str
-    mimeType: NotRequired[str]
-    cache: NotRequired[Literal["ephemeral"]]
+    mime_type: str | UnsetType = UNSET
+    cache: Cache | UnsetType = UNSET
 
 
-ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock
+ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock | Unknown
 
 
-class Message(TypedDict):
+class Message(Struct, frozen=True):
     role: Role
-    content: list[ContentBlock]
+    content: tuple[ContentBlock, ...]
 
 
-class UserSource(TypedDict):
-    kind: Literal["user"]
+class _Source(Struct, frozen=True, tag_field="kind", rename="camel"):
+    """Base of the message sources."""
 
 
-class PluginSource(TypedDict):
-    kind: Literal["plugin"]
+class UserSource(_Source, frozen=True, tag="user"):
+    pass
+
+
+class PluginSource(_Source, frozen=True, tag="plugin"):
     plugin: str
 
 
-class AgentSource(TypedDict):
-    kind: Literal["agent"]
-    agentId: str
+class AgentSource(_Source, frozen=True, tag="agent"):
+    agent_id: str
 
 
-MessageSource: TypeAlias = UserSource | PluginSource | AgentSource
+MessageSource: TypeAlias = UserSource | PluginSource | AgentSource | Unknown
 
 
-class StopFinish(TypedDict):
-    kind: Literal["stop"]
+class _Finish(Struct, frozen=True, tag_field="kind"):
+    """Base of the finish reasons."""
 
 
-class ToolCallsFinish(TypedDict):
-    kind: Literal["tool-calls"]
+class StopFinish(_Finish, frozen=True, tag="stop"):
+    pass
 
 
-class MaxTokensFinish(TypedDict):
-    kind: Literal["max-tokens"]
+class ToolCallsFinish(_Finish, frozen=True, tag="tool-calls"):
+    pass
 
 
-class AbortedFinish(TypedDict):
-    kind: Literal["aborted"]
+class MaxTokensFinish(_Finish, frozen=True, tag="max-tokens"):
+    pass
 
 
-class ErrorFinish(TypedDict):
-    kind: Literal["error"]
+class AbortedFinish(_Finish, frozen=True, tag="aborted"):
+    pass
+
+
+class ErrorFinish(_Finish, frozen=True, tag="error"):
     message: str
-    code: NotRequired[str]
+    code: str | UnsetType = UNSET
 
 
-FinishReason: TypeAlias = StopFinish | ToolCallsFinish | MaxTokensFinish | AbortedFinish | ErrorFinish
+FinishReason: TypeAlias = StopFinish | ToolCallsFinish | MaxTokensFinish | AbortedFinish | ErrorFinish | Unknown
 
 
-class TokenUsage(TypedDict):
-    """Disjoint token counts: billed input = input + cacheRead + cacheWrite."""
+class TokenUsage(Struct, frozen=True, rename="camel"):
+    """Disjoint token counts: billed input = input + cache_read + cache_write."""
 
-    inputTokens: int
-    outputTokens: int
-    cacheReadTokens: NotRequired[int]
-    cacheWriteTokens: NotRequired[int]
-    reasoningTokens: NotRequired[int]
+    input_tokens: Count
+    output_tokens: Count
+    cache_read_tokens: Count | UnsetType = UNSET
+    cache_write_tokens: Count | UnsetType = UNSET
+    reasoning_tokens: Count | UnsetType = UNSET
 
 
-class ToolSchema(TypedDict):
+class ToolSchema(Struct, frozen=True):
+    """A tool as the model sees it; ``parameters`` is a JSON Schema object (do not mutate it)."""
+
     name: str
     description: str
     parameters: dict[str, Any]
-    strict: NotRequired[bool]
+    strict: bool | UnsetType = UNSET
 
 
-class BlockStartChunk(TypedDict):
-    type: Literal["block-start"]
-    index: int
-    blockType: str
+class _Chunk(Struct, frozen=True, tag_field="type", rename="camel"):
+    """Base of the stream chunks."""
 
 
-class TextDeltaChunk(TypedDict):
-    type: Literal["text-delta"]
-    index: int
+class BlockStartChunk(_Chunk, frozen=True, tag="block-start"):
+    index: Count
+    block_type: str
+
+
+class TextDeltaChunk(_Chunk, frozen=True, tag="text-delta"):
+    index: Count
     text: str
 
 
-class ReasoningDeltaChunk(TypedDict):
-    type: Literal["reasoning-delta"]
-    index: int
+class ReasoningDeltaChunk(_Chunk, frozen=True, tag="reasoning-delta"):
+    index: Count
     text: str
 
 
-class ToolCallDeltaChunk(TypedDict):
-    type: Literal["tool-call-delta"]
-    index: int
+class ToolCallDeltaChunk(_Chunk, frozen=True, kw_only=True, tag="tool-call-delta"):
+    index: Count
     id: CallId
-    name: NotRequired[str]
-    argumentsDelta: str
+    name: str | UnsetType = UNSET
+    arguments_delta: str
 
 
-class BlockEndChunk(TypedDict):
-    type: Literal["block-end"]
-    index: int
+class BlockEndChunk(_Chunk, frozen=True, tag="block-end"):
+    index: Count
     block: ContentBlock
 
 
-class UsageChunk(TypedDict):
-    type: Literal["usage"]
+class UsageChunk(_Chunk, frozen=True, tag="usage"):
     usage: TokenUsage
 
 
-class FinishChunk(TypedDict):
-    type: Literal["finish"]
+class FinishChunk(_Chunk, frozen=True, tag="finish"):
     reason: FinishReason
 
 
@@ -174,13 +191,16 @@ StreamChunk: TypeAlias = (
     | UsageChunk
     | FinishChunk
 )
+"""A closed union: the assembler rejects anything else (SPEC §2.2)."""
 
 
 @dataclass
 class GenerateOptions:
     """One model call. Mutable on purpose: ``agent/request`` listeners may edit it.
 
-    ``signal`` is the step's abort signal; adapters must observe it promptly.
+    The lists are the caller's to replace or extend; the values in them are shared,
+    immutable vocabulary. ``signal`` is the step's abort signal; adapters must
+    observe it promptly.
     """
 
     model: str
@@ -199,15 +219,15 @@ class GenerateResult:
     """An assembled model answer; ``usage`` is None when the provider sent none."""
 
     message: Message
-    finish: FinishReason = field(default_factory=lambda: StopFinish(kind="stop"))
+    finish: FinishReason = field(default_factory=StopFinish)
     usage: TokenUsage | None = None
 
 
 def text(value: str) -> TextBlock:
     """A text content block."""
-    return {"type": "text", "text": value}
+    return TextBlock(text=value)
 
 
-def text_of(content: Iterable[Mapping[str, Any]]) -> str:
+def text_of(content: Iterable[ContentBlock]) -> str:
     """The ``text`` of every text block in ``content``, concatenated; other blocks are skipped."""
-    return "".join(block["text"] for block in content if block.get("type") == "text")
+    return "".join([block.text for block in content if type(block) is TextBlock])

@@ -9,16 +9,18 @@
 * :class:`MemoryPersistence`: the in-memory backend plugin;
 * helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop),
   :class:`WriterLocks` (one writer per session across processes),
-  :func:`make_private_dirs` (0700 directories, safe against concurrent creators)
-  and the bulk read-back of :mod:`~dsh.core.persistence.readback`.
+  :func:`make_private_dirs` (0700 directories, safe against concurrent creators),
+  the storage text of events and headers (:func:`event_text`, :func:`data_text`,
+  :func:`header_text`: lone surrogates written as escapes) and the bulk read-back of
+  :mod:`~dsh.core.persistence.readback`.
 """
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
 from dsh.core.persistence.coordinated import CoordinatedPersistence
-from dsh.core.persistence.coordinator import PersistenceCoordinator
+from dsh.core.persistence.coordinator import PersistenceCoordinator, cwd_of
 from dsh.core.persistence.dirs import make_private_dirs
 from dsh.core.persistence.errors import PersistenceError
-from dsh.core.persistence.jsontext import escape_lone_surrogates
+from dsh.core.persistence.jsontext import data_text, escape_lone_surrogates, event_text, header_text
 from dsh.core.persistence.locks import WriterLocks
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
 from dsh.core.persistence.offload import run_blocking
@@ -49,7 +51,11 @@ __all__ = [
     "StoredPrefix",
     "WriterLocks",
     "assert_serializable",
+    "cwd_of",
+    "data_text",
     "escape_lone_surrogates",
+    "event_text",
+    "header_text",
     "loads_stored_json",
     "make_private_dirs",
     "parse_event_lines",

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from dsh.core.persistence.encoded import EncodedEvents
 from dsh.core.session import SessionEvent, SessionHeader
 
 
@@ -34,7 +33,7 @@ MISSING: Final = _Missing.MISSING
 class StoredPrefix:
     """What a backend read back: the header, the preserved events, and a torn marker.
 
-    ``events`` is the longest valid prefix (``events[i]["seq"] == i``). ``torn_marker``
+    ``events`` is the longest valid prefix (``events[i].seq == i``). ``torn_marker``
     is :data:`MISSING` unless storage holds damage past that prefix that
     :meth:`PersistenceBackend.commit_repair` must cut away; its value is opaque to the
     coordinator (a byte offset for JSONL, a seq for SQLite) and only handed back.
@@ -49,22 +48,12 @@ class PersistenceBackend(ABC):
     """Storage hooks over one storage medium (files, a database, a dict).
 
     Every hook is async and may raise; the coordinator passes failures to whoever
-    called the service. Arguments are the coordinator's own snapshots: a hook may keep
-    them but must not mutate them. ``name`` labels the backend in diagnostics.
+    called the service. Headers and events are immutable values, shared with the live
+    session and the caller: a hook may keep them; it encodes them itself (once, as it
+    writes them). ``name`` labels the backend in diagnostics.
     """
 
     name: str
-
-    @staticmethod
-    def encoded_batch(events: Sequence[SessionEvent]) -> EncodedEvents:
-        """``events`` as an :class:`~dsh.core.persistence.encoded.EncodedEvents` batch.
-
-        The coordinator hands :meth:`append_batch` such a batch, encoded when it took
-        its snapshot of each event, so this returns it as is: a backend that writes
-        JSON takes its ``records`` or ``lines()`` instead of serializing the events
-        again. Any other sequence (a direct caller's list) is encoded now.
-        """
-        return EncodedEvents.of(events)
 
     @abstractmethod
     async def load_stored(self, id: str) -> StoredPrefix | None:
@@ -82,11 +71,7 @@ class PersistenceBackend(ABC):
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         """Durably append ``events`` (contiguous, continuing the stored log).
 
-        From the coordinator, ``events`` is an
-        :class:`~dsh.core.persistence.encoded.EncodedEvents` batch (see
-        :meth:`encoded_batch`); reading it as events decodes each one afresh.
-
-        When ``materialized`` is False nothing is stored for ``meta["id"]`` yet: create
+        When ``materialized`` is False nothing is stored for ``meta.id`` yet: create
         the artifact with the header and this first batch together, refusing to replace
         an artifact that appeared meanwhile. Returns only once the batch is durable; on
         failure nothing of the batch may remain stored.
@@ -104,7 +89,7 @@ class PersistenceBackend(ABC):
         await self.append_batch(meta, events, materialized)
 
     async def sync_log(self, meta: SessionHeader) -> None:  # noqa: B027 - optional hook with a no-op default
-        """Make every :meth:`write_batch` of ``meta["id"]`` durable.
+        """Make every :meth:`write_batch` of ``meta.id`` durable.
 
         The default is a no-op, matching the default :meth:`write_batch`, which is
         durable already.

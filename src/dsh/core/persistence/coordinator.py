@@ -5,13 +5,12 @@ over a backend's storage hooks:
 
 * ``session/created`` starts :meth:`PersistenceCoordinator.init_for`, which binds the
   live session to its stored log (one of four adoption cases, below);
-* ``session/event`` encodes each event into a write-behind buffer per session: the
-  compact JSON text of its ``data`` is the snapshot (the logged event itself may
-  still be changed by whoever holds it) and what storage writes (see
-  :mod:`~dsh.core.persistence.encoded`). This listener goes before the listeners
-  already installed, so the buffer holds every event exactly as ``Session.append``
-  logged it (validated JSON), even one that a later listener changes or rejects
-  by raising (the event is in the log then, so it is persisted too);
+* ``session/event`` puts each logged event into a write-behind buffer per session.
+  Events are immutable values, so the buffer holds the logged event itself, and the
+  backend encodes it once, when it writes it. This listener goes before the
+  listeners already installed, so the buffer holds every event ``Session.append``
+  logged, even one that a later listener rejects by raising (the event is in the log
+  then, so it is persisted too);
 * ``session/checkpoint`` writes the buffered events that storage does not hold yet
   (:meth:`~dsh.core.persistence.backend.PersistenceBackend.write_batch`: they survive
   the process's death, not necessarily the machine's) and trims the buffer once they
@@ -36,7 +35,7 @@ another process writes is refused there with ``SESSION_LOCKED``.
 Cancellation: cancelling whoever awaits an operation does not cancel the operation;
 it still completes or fails, and the next operation for that id waits for it.
 
-Adoption cases of ``init_for(session)`` (``id = session.header["id"]``):
+Adoption cases of ``init_for(session)`` (``id = session.header.id``):
 
 1. the id is tracked without a live owner (public ``create``/``load``): the session
    claims it if its events start with what is stored, and its extra events are
@@ -48,12 +47,12 @@ Adoption cases of ``init_for(session)`` (``id = session.header["id"]``):
 3. untracked and nothing stored in scope: created like ``create(header)`` (refused if
    any scope holds the id), then the session's pre-existing events are appended once.
 
-The pre-existing events are the session's own logged events, referenced, not copied:
-the log is append-only and its events are never changed. Case 1 compares them with
-the stored log, which means reading it back; a session seeded with the very event
-objects :meth:`~PersistenceCoordinator.load` returned for that state (a resume that
-handed them over, ``copy_seed=False``) is recognized by identity instead, while the
-caller still holds the loaded session.
+The pre-existing events are the session's own logged events, shared, not copied:
+the log is append-only and its events are immutable. Case 1 compares them with the
+stored log by value (:func:`~dsh.core.persistence.seed_covers_prefix`). While the
+caller still holds what :meth:`~PersistenceCoordinator.load` returned for that state,
+those events *are* the stored log, so they are compared with instead of reading the
+log back (a resume seeds its session with them, which then compares at once).
 """
 
 from __future__ import annotations
@@ -63,10 +62,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
+
+from msgspec import UNSET
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend
-from dsh.core.persistence.encoded import EncodedEvent, EncodedEvents, encode_event
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.service import LoadedSession
 from dsh.core.persistence.validation import assert_serializable, seed_covers_prefix
@@ -92,8 +92,8 @@ class _State:
     """What the coordinator knows about one tracked id.
 
     ``loaded`` refers (weakly: it is the caller's) to what :meth:`load` returned
-    for this state, whose events are then the stored log itself. ``unsynced`` is
-    True while storage holds written events that are not synced yet.
+    for this state, whose events start with the stored log. ``unsynced`` is True
+    while storage holds written events that are not synced yet.
     """
 
     meta: SessionHeader
@@ -103,24 +103,22 @@ class _State:
     loaded: weakref.ref[LoadedSession] | None = None
     unsynced: bool = False
 
-    def holds_loaded_events(self, seed: Sequence[SessionEvent]) -> bool:
-        """True when ``seed`` starts with the very event objects :meth:`load` returned for this state."""
+    def known_log(self) -> list[SessionEvent] | None:
+        """The stored log (``cursor`` events) as :meth:`load` returned it, or None once that is gone."""
         loaded = None if self.loaded is None else self.loaded()
-        if loaded is None:
-            return False
-        cursor = self.cursor
-        events = loaded.events
-        if len(events) < cursor or len(seed) < cursor:
-            return False
-        return all(map(_same, seed[:cursor], events[:cursor]))
+        if loaded is None or len(loaded.events) < self.cursor:
+            return None
+        return loaded.events[: self.cursor]
 
 
-def _same(left: object, right: object) -> bool:
-    return left is right
+def cwd_of(meta: SessionHeader) -> str | None:
+    """The header's cwd, None when it has none (the no-cwd scope)."""
+    cwd = meta.cwd
+    return None if cwd is UNSET else cwd
 
 
 def _check_version(id: str, meta: SessionHeader) -> None:
-    version = meta["version"]
+    version = meta.version
     if version != SESSION_FORMAT_VERSION:
         raise PersistenceError(
             f'unsupported session format version {version} for "{id}" (only v{SESSION_FORMAT_VERSION} is supported)',
@@ -153,7 +151,7 @@ class PersistenceCoordinator:
         self._backend = backend
         self._logger = ctx.logger
         self._states: dict[str, _State] = {}
-        self._buffers: dict[Session, list[EncodedEvent]] = {}
+        self._buffers: dict[Session, list[SessionEvent]] = {}
         self._inits: dict[Session, asyncio.Task[None]] = {}
         self._chains: dict[str, asyncio.Task[Any]] = {}
         ctx.on(SESSION_CREATED, self.init_for)
@@ -171,20 +169,19 @@ class PersistenceCoordinator:
 
     # ------------------------------------------------------------------ public API
     def create(self, meta: SessionHeader) -> Awaitable[None]:
-        """Track a new, not yet materialized session; ``meta`` is copied now."""
-        snapshot = cast(SessionHeader, dict(meta))
-        return self._serialize(snapshot["id"], lambda: self._create_core(snapshot))
+        """Track a new, not yet materialized session with header ``meta``."""
+        return self._serialize(meta.id, lambda: self._create_core(meta))
 
     def append(self, id: str, events: Sequence[SessionEvent]) -> Awaitable[None]:
-        """Append a contiguous batch; it is validated and encoded (snapshotted) now.
+        """Append a contiguous batch; the list is read and checked now.
 
-        A batch that is not JSON, or whose events lack part of the envelope, is
-        rejected through the returned awaitable.
+        A batch holding anything but event values (or an untyped event whose data is
+        not JSON) is rejected through the returned awaitable.
         """
+        batch = list(events)
         try:
-            assert_serializable(events)
-            batch = EncodedEvents([encode_event(event) for event in events])
-        except (PersistenceError, KeyError, TypeError) as error:
+            assert_serializable(batch)
+        except PersistenceError as error:
             return _rejected(error)
         return self._serialize(id, lambda: self._append_core(id, batch))
 
@@ -199,7 +196,7 @@ class PersistenceCoordinator:
             return await self._backend.load_stored(id) is not None
         if state.materialized:
             return True
-        return await self._backend.load_live(id, state.meta.get("cwd")) is not None
+        return await self._backend.load_live(id, cwd_of(state.meta)) is not None
 
     def delete(self, id: str) -> Awaitable[None]:
         """Remove ``id`` from storage and forget it."""
@@ -209,17 +206,17 @@ class PersistenceCoordinator:
     def init_for(self, session: Session) -> asyncio.Task[None]:
         """Start (once per Session object) binding ``session`` to its stored log.
 
-        The session's current events are taken now as its seed (by reference: logged
-        events never change). The returned task fails on an id collision; a flush of
-        the session re-raises that failure.
+        The session's current events are taken now as its seed (shared: logged events
+        are immutable). The returned task fails on an id collision; a flush of the
+        session re-raises that failure.
         """
         existing = self._inits.get(session)
         if existing is not None:
             return existing
         seed = list(session.events)
-        state = self._states.get(session.header["id"])
-        resumed = state if state is not None and state.owner is None and state.holds_loaded_events(seed) else None
-        task = asyncio.get_running_loop().create_task(self._adopt(session, seed, resumed))
+        state = self._states.get(session.header.id)
+        known = state.known_log() if state is not None and state.owner is None else None
+        task = asyncio.get_running_loop().create_task(self._adopt(session, seed, known))
         task.add_done_callback(lambda done: self._init_settled(session, done))
         self._inits[session] = task
         return task
@@ -243,46 +240,46 @@ class PersistenceCoordinator:
         return asyncio.get_running_loop().create_task(self._flush(session, sync=False))
 
     def _buffer(self, session: Session, event: SessionEvent) -> None:
-        """Buffer the snapshot of a logged event: its encoding (see :func:`encode_event`)."""
+        """Buffer a logged event (the immutable value itself)."""
         buffer = self._buffers.get(session)
         if buffer is None:
             buffer = self._buffers[session] = []
-        buffer.append(encode_event(event))
+        buffer.append(event)
 
     def _init_settled(self, session: Session, task: asyncio.Task[None]) -> None:
         error = None if task.cancelled() else task.exception()
         if error is not None:
-            self._logger.warn('session "%s" is not persisted: %s', session.header["id"], error)
+            self._logger.warn('session "%s" is not persisted: %s', session.header.id, error)
 
     async def _flush(self, session: Session, *, sync: bool = True) -> None:
         init = self._inits.get(session)
         if init is not None:
             await asyncio.shield(init)
-        await self._serialize(session.header["id"], lambda: self._drain_buffer(session, sync))
+        await self._serialize(session.header.id, lambda: self._drain_buffer(session, sync))
 
     async def _drain_buffer(self, session: Session, sync: bool) -> None:
-        id = session.header["id"]
+        id = session.header.id
         state = self._states.get(id)
         buffer = self._buffers.get(session)
         if buffer:
             batch = buffer[:]
             cursor = 0 if state is None else state.cursor
-            fresh = [record for record in batch if record[1] >= cursor]
+            fresh = [event for event in batch if event.seq >= cursor]
             if fresh:
-                await self._append_core(id, EncodedEvents(fresh), sync=sync)
+                await self._append_core(id, fresh, sync=sync)
             del buffer[: len(batch)]
             state = self._states.get(id)
         if sync and state is not None and state.unsynced:
             await self._backend.sync_log(state.meta)
             state.unsynced = False
 
-    async def _adopt(self, session: Session, seed: list[SessionEvent], resumed: _State | None) -> None:
-        """``resumed``: the state whose loaded events ``seed`` was found to start with."""
-        id = session.header["id"]
+    async def _adopt(self, session: Session, seed: list[SessionEvent], known: list[SessionEvent] | None) -> None:
+        """``known``: the stored log of ``id`` as :meth:`load` returned it, when still held."""
+        id = session.header.id
         state = self._states.get(id)
         if state is not None:
             if state.owner is None:
-                await self._claim(id, state, session, seed, verified=state is resumed)
+                await self._claim(id, state, session, seed, known)
                 return
             if state.materialized or self._buffers.get(state.owner):
                 raise PersistenceError(
@@ -292,17 +289,19 @@ class PersistenceCoordinator:
             del self._states[id]
         if await self._serialize(id, lambda: self._adopt_live_prefix(session, seed)):
             return
-        meta = cast(SessionHeader, dict(session.header))
+        meta = session.header
         await self._serialize(id, lambda: self._create_core(meta, owner=session))
         if seed:
-            await self._serialize(id, lambda: self._append_core(id, EncodedEvents.of(seed)))
+            await self._serialize(id, lambda: self._append_core(id, seed))
 
     async def _claim(
-        self, id: str, state: _State, session: Session, seed: list[SessionEvent], *, verified: bool
+        self, id: str, state: _State, session: Session, seed: list[SessionEvent], known: list[SessionEvent] | None
     ) -> None:
-        if state.cursor > 0 and not verified:
-            stored = await self._backend.load_stored(id)
-            persisted = [] if stored is None else stored.events[: state.cursor]
+        if state.cursor > 0:
+            persisted = known if known is not None and len(known) == state.cursor else None
+            if persisted is None:
+                stored = await self._backend.load_stored(id)
+                persisted = [] if stored is None else stored.events[: state.cursor]
             if len(persisted) != state.cursor or not seed_covers_prefix(seed, persisted):
                 raise PersistenceError(
                     f'session "{id}" is already persisted with {state.cursor} event(s) that do not match '
@@ -313,12 +312,12 @@ class PersistenceCoordinator:
         state.loaded = None
         suffix = seed[state.cursor :]
         if suffix:
-            await self._serialize(id, lambda: self._append_core(id, EncodedEvents.of(suffix)))
+            await self._serialize(id, lambda: self._append_core(id, suffix))
 
     async def _adopt_live_prefix(self, session: Session, seed: list[SessionEvent]) -> bool:
-        id = session.header["id"]
+        id = session.header.id
         await self._backend.lock_writer(id)
-        stored = await self._backend.load_live(id, session.header.get("cwd"))
+        stored = await self._backend.load_live(id, cwd_of(session.header))
         if stored is None:
             return False
         _check_version(id, stored.meta)
@@ -331,9 +330,9 @@ class PersistenceCoordinator:
         if stored.torn_marker is not MISSING:
             await self._backend.commit_repair(stored.meta, stored.torn_marker, [])
         count = len(stored.events)
-        self._states[id] = _State(cast(SessionHeader, dict(stored.meta)), count, True, session)
+        self._states[id] = _State(stored.meta, count, True, session)
         if len(seed) > count:
-            await self._append_core(id, EncodedEvents.of(seed[count:]))
+            await self._append_core(id, seed[count:])
         return True
 
     # ------------------------------------------------------------------ chained cores
@@ -349,7 +348,7 @@ class PersistenceCoordinator:
             del self._chains[id]
 
     async def _create_core(self, meta: SessionHeader, owner: Session | None = None) -> None:
-        id = meta["id"]
+        id = meta.id
         await self._backend.lock_writer(id)
         if id in self._states:
             raise PersistenceError(f'session "{id}" already exists in this backend', "SESSION_EXISTS")
@@ -360,14 +359,14 @@ class PersistenceCoordinator:
             )
         self._states[id] = _State(meta, 0, False, owner)
 
-    async def _append_core(self, id: str, events: EncodedEvents, *, sync: bool = True) -> None:
+    async def _append_core(self, id: str, events: Sequence[SessionEvent], *, sync: bool = True) -> None:
         if not events:
             return
         state = self._states.get(id)
         if state is None:
             await self._load_core(id)
             state = self._states[id]
-        seqs = events.seqs
+        seqs = [event.seq for event in events]
         if seqs != list(range(state.cursor, state.cursor + len(seqs))):
             index, seq = next((index, seq) for index, seq in enumerate(seqs) if seq != state.cursor + index)
             raise PersistenceError(
@@ -392,10 +391,8 @@ class PersistenceCoordinator:
         closers = interrupted_turn_closers(stored.events)
         if stored.torn_marker is not MISSING or closers:
             await self._backend.commit_repair(stored.meta, stored.torn_marker, closers)
-        loaded = LoadedSession(cast(SessionHeader, dict(stored.meta)), [*stored.events, *closers])
-        self._states[id] = _State(
-            cast(SessionHeader, dict(stored.meta)), len(loaded.events), True, loaded=weakref.ref(loaded)
-        )
+        loaded = LoadedSession(stored.meta, [*stored.events, *closers])
+        self._states[id] = _State(stored.meta, len(loaded.events), True, loaded=weakref.ref(loaded))
         return loaded
 
     async def _delete_core(self, id: str) -> None:

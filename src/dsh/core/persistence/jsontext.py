@@ -1,8 +1,22 @@
-"""JSON text that storage can always encode as UTF-8."""
+"""JSON text that storage can always encode as UTF-8, even for strings holding lone surrogates.
+
+A Python ``str`` may hold a lone surrogate (text decoded from a reference writer's
+``\\ud800`` escape, or produced by a tool), which has no UTF-8 form. The vocabulary's
+encoder refuses such text; storage instead writes it as the ``\\uXXXX`` escape that
+means the same code unit, like ``JSON.stringify`` does. Only values holding one pay
+for the slower path.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
+
+import msgspec
+
+from dsh.core.llm import encode
+from dsh.core.session import SessionEvent, SessionHeader, header_line, session_event_line
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -22,3 +36,38 @@ def escape_lone_surrogates(json_text: str) -> str:
     if json_text.isascii():  # O(1): no surrogate possible
         return json_text
     return _LONE_SURROGATE.sub(_escape, json_text)
+
+
+def _plain(value: object) -> Any:
+    """``value`` as plain JSON data, an ``Unknown`` variant decoded from its exact text."""
+    return msgspec.to_builtins(value, enc_hook=msgspec.json.decode)
+
+
+def _escaped_text(value: object) -> str:
+    """The compact JSON text of ``value`` with lone surrogates escaped (the slow path)."""
+    return escape_lone_surrogates(json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":")))
+
+
+def event_text(event: SessionEvent) -> str:
+    """The JSONL line of ``event`` (no newline), always UTF-8 encodable."""
+    try:
+        return session_event_line(event)
+    except UnicodeEncodeError:
+        return _escaped_text(event)
+
+
+def data_text(event: SessionEvent) -> str:
+    """The compact JSON text of ``event.data``, always UTF-8 encodable."""
+    data: object = event.data  # type: ignore[union-attr]
+    try:
+        return encode(data).decode()
+    except UnicodeEncodeError:
+        return _escaped_text(data)
+
+
+def header_text(header: SessionHeader) -> str:
+    """The JSONL header line of ``header`` (no newline), always UTF-8 encodable."""
+    try:
+        return header_line(header)
+    except UnicodeEncodeError:
+        return '{"type":"session",' + _escaped_text(header)[1:]

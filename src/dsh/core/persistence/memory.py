@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from dsh.core.persistence.backend import StoredPrefix
 from dsh.core.persistence.coordinated import CoordinatedPersistence
 from dsh.core.persistence.errors import PersistenceError
-from dsh.core.session import SessionEvent, SessionHeader, json_snapshot
+from dsh.core.session import SessionEvent, SessionHeader
 from dsh.kernel import Context
 
 
@@ -36,8 +36,9 @@ class MemoryConfig(BaseModel):
 class MemoryPersistence(CoordinatedPersistence):
     """In-memory ``session_persistence`` plugin. Never reports a torn tail.
 
-    Every hook copies what it stores and what it returns, so storage shares no
-    object with callers. Storage has no cwd scopes: ``load_live`` ignores ``cwd``.
+    Storage holds the immutable headers and events themselves (the lists are its
+    own: a caller's list is never kept, nor one handed out). Storage has no cwd
+    scopes: ``load_live`` ignores ``cwd``.
     """
 
     name = "session-persistence-memory"
@@ -53,27 +54,27 @@ class MemoryPersistence(CoordinatedPersistence):
         if stored is None:
             return None
         meta, events = stored
-        return StoredPrefix(json_snapshot(meta), json_snapshot(events))
+        return StoredPrefix(meta, list(events))
 
     async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
         return await self.load_stored(id)
 
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
-        id = meta["id"]
+        id = meta.id
         if not materialized:
             if id in self.storage.logs:
                 raise PersistenceError(
                     f'refusing to materialize "{id}": a log already exists in this storage (load/resume it instead)',
                     "SESSION_EXISTS",
                 )
-            self.storage.logs[id] = (json_snapshot(meta), [])
-        self.storage.logs[id][1].extend(self.encoded_batch(events))  # decoded afresh: a copy
+            self.storage.logs[id] = (meta, [])
+        self.storage.logs[id][1].extend(events)
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
-        self.storage.logs[meta["id"]][1].extend(self.encoded_batch(closers))
+        self.storage.logs[meta.id][1].extend(closers)
 
     async def delete_stored(self, id: str) -> None:
         self.storage.logs.pop(id, None)
 
     async def list(self) -> builtins.list[SessionHeader]:
-        return [json_snapshot(meta) for meta, _events in self.storage.logs.values()]
+        return [meta for meta, _events in self.storage.logs.values()]

@@ -1,24 +1,22 @@
-"""Reading stored events back in bulk: decoding JSON text and checking event shapes fast.
+"""Reading stored events back in bulk: one validated decode per event.
 
-Loading a long log parses every stored event, so this path is tuned for volume while
-giving exactly the verdicts of :func:`dsh.core.session.parse_session_event` (SPEC §3.1):
+Loading a long log decodes every stored event, so this path is tuned for volume:
 
-* :func:`loads_stored_json` decodes one JSON text like ``json.loads`` but refuses the
-  non-JSON constants (``NaN``, ``Infinity``) and numbers that overflow to infinity, so
-  everything it returns is a JSON value;
-* :func:`parse_event_lines` and :func:`parse_event_rows` decode many stored events and
-  check each: one with a common, exactly typed shape is accepted in place (checked by
-  hand: no copy, no pydantic); every other value goes to ``parse_session_event`` for the
-  exact verdict and error message;
+* :func:`parse_event_lines` decodes JSONL lines with
+  :func:`~dsh.core.session.parse_session_event_line`, which checks each event against
+  its class in the same pass (SPEC §3.1); :func:`parse_event_rows` gives the same
+  events for SQLite rows, decoding each row's ``data`` into its payload class;
+* :func:`loads_stored_json` decodes JSON text the vocabulary's decoder refuses only
+  because it holds a lone surrogate escape (``"\\ud800"``, which a reference writer
+  may write): like ``json.loads``, but refusing ``NaN``, ``Infinity`` and numbers
+  beyond float range, as the vocabulary's decoder does;
 * :func:`paused_gc` pauses the cyclic garbage collector around a bulk decode (both bulk
-  functions use it), which allocates millions of long-lived objects and would otherwise
-  trigger repeated collections over the growing heap.
+  functions use it), which allocates many long-lived objects and would otherwise
+  trigger repeated collections over the growing heap;
+* :func:`torn_tail` says where a read-back log stops being intact.
 
-Soundness of the fast path: it accepts a value only when every key is one the shape
-names and every leaf is an exact ``str``/``int``/``bool`` of the type the shape requires
-(no extra keys, no floats, no ``null``, bounded nesting), which ``parse_session_event``
-always accepts unchanged. Anything unusual (unknown event or block types with payload,
-extra keys, lax values) takes the exact path, so only speed depends on this module.
+A line or row that is no event becomes the exception saying why, in its place, so a
+backend can tell a torn tail from committed damage.
 """
 
 from __future__ import annotations
@@ -26,16 +24,28 @@ from __future__ import annotations
 import gc
 import json
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from functools import cache, partial
+from operator import attrgetter
+from typing import Any, TypeAlias
+
+import msgspec
 
 from dsh.core.errors import HarnessError
-from dsh.core.session import SessionEvent, parse_session_event
-
-_MAX_NESTING = 4
-"""Tool-result blocks nested deeper than this take the exact path."""
+from dsh.core.llm import encode
+from dsh.core.session import (
+    SessionEvent,
+    SessionEventBase,
+    TurnEndEvent,
+    UntypedEvent,
+    event_class,
+    parse_session_event,
+    parse_session_event_line,
+    payload_type,
+)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -58,8 +68,8 @@ def loads_stored_json(text: str) -> Any:
 
     Raises ``ValueError`` (``json.JSONDecodeError`` for syntax) when ``text`` is not
     exactly one JSON value, holds ``NaN``/``Infinity``, or a number beyond float range;
-    ``RecursionError`` when it nests deeper than the interpreter allows. The result is
-    fresh and belongs to the caller.
+    ``RecursionError`` when it nests deeper than the interpreter allows. Unlike the
+    vocabulary's decoder it accepts lone surrogate escapes.
     """
     try:
         value, end = _raw_decode(text)
@@ -70,342 +80,114 @@ def loads_stored_json(text: str) -> Any:
     return _DECODER.decode(text)  # whitespace around the value, or the exact error
 
 
-# ----------------------------------------------------------------- shape checks
-# Each check returns True only for an exactly typed shape; False means "take the exact path".
-_KNOWN_SOURCES = frozenset({"user", "plugin", "agent"})
-_KNOWN_TRIGGERS = frozenset({"message", "continuation", "injection"})
-_BARE_TURN_ENDS = frozenset({"completed", "disposed", "max-tokens", "interrupted"})
-_KNOWN_TURN_ENDS = frozenset({"completed", "aborted", "error", "disposed", "max-tokens", "interrupted"})
-_BARE_FINISHES = frozenset({"stop", "tool-calls", "max-tokens", "aborted"})
-_KNOWN_FINISHES = frozenset({"stop", "tool-calls", "max-tokens", "aborted", "error"})
-_OPTIONAL_TOKENS = ("cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
-
-
-def _count(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
-def _optional_str(value: dict[str, Any], key: str) -> int:
-    """1 when ``key`` holds a str, 0 when absent, -1 for anything else."""
-    if key not in value:
-        return 0
-    return 1 if type(value[key]) is str else -1
-
-
-def _only_kind(value: dict[str, Any], kind: str, known: frozenset[str]) -> bool:
-    """``{"kind": <str>}`` with nothing else, for a kind outside the routed ones."""
-    return kind not in known and len(value) == 1
-
-
-def _source(value: object) -> bool:
-    if type(value) is not dict:
-        return False
-    kind = value.get("kind")
-    if type(kind) is not str:
-        return False
-    if kind == "user":
-        return len(value) == 1
-    if kind == "plugin":
-        return len(value) == 2 and type(value.get("plugin")) is str
-    if kind == "agent":
-        return len(value) == 2 and type(value.get("agentId")) is str
-    return _only_kind(value, kind, _KNOWN_SOURCES)
-
-
-def _trigger(value: object) -> bool:
-    if type(value) is not dict:
-        return False
-    kind = value.get("kind")
-    if type(kind) is not str:
-        return False
-    if kind == "message" or kind == "injection":
-        return len(value) == 2 and _source(value.get("source"))
-    if kind == "continuation":
-        return len(value) == 1
-    return _only_kind(value, kind, _KNOWN_TRIGGERS)
-
-
-def _error_reason(value: dict[str, Any]) -> bool:
-    """``{"kind": "error", "message": str, "code"?: str}``."""
-    code = _optional_str(value, "code")
-    return code >= 0 and len(value) == 2 + code and type(value.get("message")) is str
-
-
-def _turn_end_reason(value: object) -> bool:
-    if type(value) is not dict:
-        return False
-    kind = value.get("kind")
-    if type(kind) is not str:
-        return False
-    if kind in _BARE_TURN_ENDS:
-        return len(value) == 1
-    if kind == "aborted":
-        reason = _optional_str(value, "reason")
-        return reason >= 0 and len(value) == 1 + reason
-    if kind == "error":
-        return _error_reason(value)
-    return _only_kind(value, kind, _KNOWN_TURN_ENDS)
-
-
-def _finish_reason(value: object) -> bool:
-    if type(value) is not dict:
-        return False
-    kind = value.get("kind")
-    if type(kind) is not str:
-        return False
-    if kind in _BARE_FINISHES:
-        return len(value) == 1
-    if kind == "error":
-        return _error_reason(value)
-    return _only_kind(value, kind, _KNOWN_FINISHES)
-
-
-def _cache(value: dict[str, Any]) -> int:
-    """1 when ``cache`` is ``"ephemeral"``, 0 when absent, -1 for anything else."""
-    if "cache" not in value:
-        return 0
-    return 1 if value["cache"] == "ephemeral" and type(value["cache"]) is str else -1
-
-
-def _block(value: object, depth: int) -> bool:
-    if type(value) is not dict:
-        return False
-    kind = value.get("type")
-    size = len(value)
-    if kind == "text":
-        cache = _cache(value)
-        return cache >= 0 and size == 2 + cache and type(value.get("text")) is str
-    if kind == "tool-call":
-        return (
-            size == 4
-            and type(value.get("id")) is str
-            and type(value.get("name")) is str
-            and type(value.get("arguments")) is str
-        )
-    if kind == "reasoning":
-        return size == 2 and type(value.get("text")) is str
-    if kind == "tool-result":
-        cache = _cache(value)
-        flag = int("isError" in value)
-        return (
-            cache >= 0
-            and size == 3 + cache + flag
-            and (not flag or type(value["isError"]) is bool)
-            and type(value.get("toolCallId")) is str
-            and depth < _MAX_NESTING
-            and _blocks(value.get("content"), depth + 1)
-        )
-    if kind == "image":
-        cache = _cache(value)
-        mime = _optional_str(value, "mimeType")
-        return cache >= 0 and mime >= 0 and size == 2 + cache + mime and type(value.get("url")) is str
-    return False
-
-
-def _blocks(value: object, depth: int = 0) -> bool:
-    if type(value) is not list:
-        return False
-    for item in value:  # noqa: SIM110 - a plain loop: no generator per list on the hot path
-        if not _block(item, depth):
-            return False
-    return True
-
-
-def _usage(value: object) -> bool:
-    if type(value) is not dict:
-        return False
-    size = 2
-    for key in _OPTIONAL_TOKENS:
-        if key in value:
-            if not _count(value[key]):
-                return False
-            size += 1
-    return len(value) == size and _count(value.get("inputTokens")) and _count(value.get("outputTokens"))
-
-
-def _chunk(value: object) -> bool:
-    if type(value) is not dict:
-        return False
-    kind = value.get("type")
-    size = len(value)
-    if kind == "usage":
-        return size == 2 and _usage(value.get("usage"))
-    if kind == "finish":
-        return size == 2 and _finish_reason(value.get("reason"))
-    if not _count(value.get("index")):
-        return False
-    if kind == "text-delta" or kind == "reasoning-delta":
-        return size == 3 and type(value.get("text")) is str
-    if kind == "block-start":
-        return size == 3 and type(value.get("blockType")) is str
-    if kind == "tool-call-delta":
-        name = _optional_str(value, "name")
-        return (
-            name >= 0 and size == 4 + name and type(value.get("id")) is str and type(value.get("argumentsDelta")) is str
-        )
-    if kind == "block-end":
-        return size == 3 and _block(value.get("block"), 0)
-    return False
-
-
-def _turn_start(data: dict[str, Any]) -> bool:
-    return len(data) == 2 and type(data.get("turn")) is int and _trigger(data.get("trigger"))
-
-
-def _turn_end(data: dict[str, Any]) -> bool:
-    return len(data) == 2 and type(data.get("turn")) is int and _turn_end_reason(data.get("reason"))
-
-
-def _step(data: dict[str, Any]) -> bool:
-    return len(data) == 2 and type(data.get("turn")) is int and type(data.get("step")) is int
-
-
-def _message(data: dict[str, Any]) -> bool:
-    return len(data) == 2 and _blocks(data.get("content")) and _source(data.get("source"))
-
-
-def _assistant_chunk(data: dict[str, Any]) -> bool:
-    return (
-        len(data) == 3 and type(data.get("turn")) is int and type(data.get("step")) is int and _chunk(data.get("chunk"))
-    )
-
-
-def _assistant_message(data: dict[str, Any]) -> bool:
-    return (
-        len(data) == 3
-        and type(data.get("turn")) is int
-        and type(data.get("step")) is int
-        and _blocks(data.get("content"))
-    )
-
-
-def _tool_call(data: dict[str, Any]) -> bool:
-    return (
-        len(data) == 5
-        and type(data.get("turn")) is int
-        and type(data.get("step")) is int
-        and type(data.get("callId")) is str
-        and type(data.get("name")) is str
-        and type(data.get("arguments")) is str
-    )
-
-
-def _tool_error(value: object) -> bool:
-    return type(value) is dict and len(value) == 2 and type(value.get("name")) is str and type(value.get("code")) is str
-
-
-def _tool_result(data: dict[str, Any]) -> bool:
-    error = "error" in data
-    return (
-        len(data) == 5 + error
-        and type(data.get("turn")) is int
-        and type(data.get("step")) is int
-        and type(data.get("callId")) is str
-        and type(data.get("isError")) is bool
-        and (not error or _tool_error(data["error"]))
-        and _blocks(data.get("content"))
-    )
-
-
-def _steering(data: dict[str, Any]) -> bool:
-    return (
-        len(data) == 3
-        and type(data.get("turn")) is int
-        and _blocks(data.get("content"))
-        and _source(data.get("source"))
-    )
-
-
-def _usage_event(data: dict[str, Any]) -> bool:
-    return (
-        len(data) == 3 and type(data.get("turn")) is int and type(data.get("step")) is int and _usage(data.get("usage"))
-    )
-
-
-def _error_event(data: dict[str, Any]) -> bool:
-    code = _optional_str(data, "code")
-    return (
-        code >= 0
-        and len(data) == 3 + code
-        and type(data.get("turn")) is int
-        and type(data.get("step")) is int
-        and type(data.get("message")) is str
-    )
-
-
-_PAYLOADS: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "assistant/chunk": _assistant_chunk,
-    "assistant/message": _assistant_message,
-    "context/message": _message,
-    "error": _error_event,
-    "step/end": _step,
-    "step/start": _step,
-    "steering/message": _steering,
-    "tool/call": _tool_call,
-    "tool/result": _tool_result,
-    "turn/end": _turn_end,
-    "turn/start": _turn_start,
-    "usage": _usage_event,
-    "user/message": _message,
-}
-
-
-def _common_shape(value: object) -> bool:
-    if type(value) is not dict or len(value) != 4:
-        return False
-    seq = value.get("seq")
-    if type(seq) is not int or seq < 0 or type(value.get("time")) is not int:
-        return False
-    kind = value.get("type")
-    if type(kind) is not str:
-        return False
-    check = _PAYLOADS.get(kind)
-    data = value.get("data")
-    return check is not None and type(data) is dict and check(data)
-
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape: the one JSON the vocabulary's decoder may refuse for its text alone."""
 
 _UNPARSABLE = (ValueError, RecursionError, HarnessError)
-"""What decoding or checking one stored event may raise: the event is then a hole."""
+"""What decoding one stored event may raise: the event is then a hole."""
+
+
+def _escapes_a_surrogate(line: str | bytes) -> bool:
+    if isinstance(line, str):
+        return _SURROGATE_ESCAPE.search(line) is not None
+    return _SURROGATE_ESCAPE_BYTES.search(line) is not None
+
+
+def _retry(line: str | bytes, error: HarnessError) -> SessionEvent | Exception:
+    """The event of a ``line`` the decoder refused when a surrogate escape is why, else the reason it is none."""
+    if not _escapes_a_surrogate(line):
+        return error
+    try:
+        text = line if isinstance(line, str) else line.decode("utf-8")
+        return parse_session_event(loads_stored_json(text))
+    except _UNPARSABLE as final:
+        return final
 
 
 def parse_event_lines(lines: Iterable[str | bytes]) -> list[SessionEvent | Exception]:
     """Each line (one event's JSON text without its newline; bytes are UTF-8) as a logged event.
 
-    The result has one item per line: the event (fresh, the caller's), or the exception
-    saying why the line is not one (bad UTF-8 or JSON: ``ValueError``; a wrong shape:
-    ``HarnessError(code="MALFORMED")`` as :func:`~dsh.core.session.parse_session_event`
-    raises it). Never raises for a line's content. Runs under :func:`paused_gc`.
+    The result has one item per line: the event, or the exception saying why the line
+    is not one: ``HarnessError(code="MALFORMED")`` as
+    :func:`~dsh.core.session.parse_session_event_line` raises it (bad UTF-8 or JSON,
+    a wrong shape), ``RecursionError`` for nesting too deep to decode, and, for a
+    line holding a lone surrogate escape, the verdict of :func:`loads_stored_json` and
+    :func:`~dsh.core.session.parse_session_event`. Never raises for a line's content.
+    Runs under :func:`paused_gc`.
     """
     parsed: list[SessionEvent | Exception] = []
     append = parsed.append
+    parse = parse_session_event_line
     with paused_gc():
         for line in lines:
             try:
-                text = line if isinstance(line, str) else line.decode("utf-8")
-                value = loads_stored_json(text)
-                append(value if _common_shape(value) else parse_session_event(value, copy=False))
-            except _UNPARSABLE as error:
+                append(parse(line))
+            except HarnessError as error:
+                append(_retry(line, error))
+            except RecursionError as error:
                 append(error)
     return parsed
+
+
+def _row_line(seq: int, kind: str, time: int, data: str) -> str:
+    """The JSONL line of a row: ``{"type","seq","time","data"}`` in that key order."""
+    return f'{{"type":{encode(kind).decode()},"seq":{seq},"time":{time},"data":{data}}}'
+
+
+@cache
+def _payload_decoder(cls: type[SessionEventBase]) -> Callable[[str], Any]:
+    return msgspec.json.Decoder(payload_type(cls)).decode
+
+
+_Reader: TypeAlias = tuple[Callable[..., SessionEvent], Callable[[str], Any]] | None
+
+
+def _reader(kind: str) -> _Reader:
+    """``(make event, decode data)`` for rows of event type ``kind``; None: join the row's line instead."""
+    if type(kind) is not str:
+        return None
+    cls = event_class(kind)
+    if cls is None:
+        return partial(UntypedEvent, kind), msgspec.json.decode
+    return cls, _payload_decoder(cls)
+
+
+_ROW_REFUSALS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+"""What decoding a row's ``data`` directly may raise: its line then gives the exact verdict."""
 
 
 def parse_event_rows(rows: Iterable[tuple[int, str, int, str]]) -> list[SessionEvent | Exception]:
     """Each ``(seq, type, time, data JSON text)`` row as a logged event, like :func:`parse_event_lines`.
 
-    The event is built as ``{"type", "seq", "time", "data"}`` in that key order. Runs
-    under :func:`paused_gc`.
+    The result is exactly what decoding the row's JSONL line gives (the columns joined
+    in the key order ``type, seq, time, data``). A row whose ``seq`` and ``time`` are
+    non-negative ints has only its ``data`` decoded, into the payload class of its
+    type: the same value, without building the line. Any other row, or one whose
+    ``data`` that decode refuses, takes the line path and its verdict. Runs under
+    :func:`paused_gc`.
     """
+    readers: dict[str, _Reader] = {}
     parsed: list[SessionEvent | Exception] = []
     append = parsed.append
     with paused_gc():
-        for seq, kind, time, text in rows:
+        for seq, kind, time, data in rows:
             try:
-                value = {"type": kind, "seq": seq, "time": time, "data": loads_stored_json(text)}
-                append(value if _common_shape(value) else parse_session_event(value, copy=False))  # type: ignore[arg-type]
-            except _UNPARSABLE as error:
-                append(error)
+                reader = readers[kind]
+            except KeyError:
+                reader = readers[kind] = _reader(kind)
+            if reader is not None and type(seq) is int and type(time) is int and seq >= 0 and time >= 0:
+                make, decode = reader
+                try:
+                    append(make(seq=seq, time=time, data=decode(data)))
+                    continue
+                except _ROW_REFUSALS:
+                    pass
+            append(parse_event_lines([_row_line(seq, kind, time, data)])[0])
     return parsed
 
+
+_seq_of = attrgetter("seq")
 
 # ------------------------------------------------------------------- gc pause
 _gc_lock = threading.Lock()
@@ -423,12 +205,12 @@ def torn_tail(parsed: Sequence[SessionEvent | Exception]) -> tuple[int, bool]:
     committed history, which a backend must refuse (``CORRUPT_LOG``); otherwise the
     events from ``bad`` on are a torn tail to drop.
     """
-    bad = len(parsed)
-    for index, item in enumerate(parsed):
-        if isinstance(item, Exception) or item["seq"] != index:
-            bad = index
-            break
-    committed = any(not isinstance(item, Exception) and item["type"] == "turn/end" for item in parsed[bad:])
+    intact = not any(issubclass(kind, Exception) for kind in set(map(type, parsed)))
+    if intact and list(map(_seq_of, parsed)) == list(range(len(parsed))):  # the common case, at C speed
+        return len(parsed), False
+    # a hole or a seq out of place exists, so this finds one
+    bad = next(index for index, item in enumerate(parsed) if isinstance(item, Exception) or item.seq != index)
+    committed = any(type(item) is TurnEndEvent for item in parsed[bad:])
     return bad, committed
 
 

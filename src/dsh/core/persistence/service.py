@@ -22,7 +22,8 @@ from dsh.kernel import Context, Service, ServiceKey
 class LoadedSession:
     """A stored session read back: its header and its full, contiguous log.
 
-    Both belong to the caller: mutating them cannot affect what the backend writes.
+    The header and events are immutable values (seed a live session with them:
+    ``Session(id, seed=loaded.events, header=loaded.meta)``); the list is the caller's.
     """
 
     meta: SessionHeader
@@ -50,9 +51,9 @@ class SessionPersistence(Service, ABC):
     def append(self, id: str, events: Sequence[SessionEvent]) -> Awaitable[None]:
         """Durably append a contiguous batch; resolves only once it is durable.
 
-        The first event's ``seq`` must equal the stored next seq. Non-JSON data is
-        rejected naming the event type. The batch is copied at call time, so later
-        changes to the caller's list or events are ignored.
+        The first event's ``seq`` must equal the stored next seq. Items that are not
+        event values, and untyped events with non-JSON data, are rejected naming the
+        event. The list is read at call time, so later changes to it are ignored.
         """
 
     @abstractmethod

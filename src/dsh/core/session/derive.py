@@ -1,75 +1,94 @@
 """Deriving the model's history from the log (SPEC §3.3).
 
-The log is the truth; messages are a pure function of it. Every message handed out
-is a deep copy, so editing a derived message can never change the log or a later
-derivation.
+The log is the truth; messages are a pure function of it. Values are immutable, so
+a derived message shares the logged content (``message.content is
+event.data.content`` for a user or assistant message): nothing is copied.
 
 :class:`Derivation` is the incremental form a :class:`~dsh.core.session.Session`
 keeps: the log is append-only, so the messages derived from a prefix never change and
-each call only looks at the events appended since the previous one. The messages
-derived so far are kept as private plain copies. Small ones are packed into
-``marshal`` blobs of up to :data:`SEGMENT` messages, and a call hands out
-``marshal.loads`` of every blob (a C-speed deep copy). A message whose text is large
-(more than :data:`LARGE` bytes marshalled, say a long tool output) is kept apart and
-copied by walking its containers, which shares its immutable strings instead of
-copying their bytes on every call.
+each call only looks at the events appended since the previous one.
 """
 
 from __future__ import annotations
 
-import marshal
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from dsh.core.llm.types import ContentBlock, Message, TextBlock, ToolResultBlock
-from dsh.core.session.jsonvalue import dumps_json, json_snapshot
-from dsh.core.session.types import SessionEvent
+import msgspec
 
-SEGMENT = 64
-"""How many small derived messages one packed blob holds at most."""
+from dsh.core.llm.codec import encode
+from dsh.core.llm.types import Message, MessageSource, TextBlock, ToolResultBlock
+from dsh.core.session.types import (
+    AbortedReason,
+    AssistantMessageEvent,
+    ContextMessageEvent,
+    MessageData,
+    SessionEvent,
+    SteeringMessageData,
+    SteeringMessageEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UserMessageEvent,
+)
 
-LARGE = 1024
-"""Marshalled size (bytes) above which a message is kept apart and copied by a walk."""
+
+def _source_kind(source: MessageSource) -> object:
+    """The ``kind`` of a message source, known or ``Unknown`` (None when it has none)."""
+    if isinstance(source, msgspec.Struct):
+        return source.__struct_config__.tag
+    plain = msgspec.json.decode(source)
+    return plain.get("kind") if isinstance(plain, dict) else None
 
 
-def _tagged(tag: str, data: Any) -> Message:
-    kind = dumps_json(data["source"]["kind"])
-    opening: TextBlock = {"type": "text", "text": f"<{tag} source={kind}>"}
-    closing: TextBlock = {"type": "text", "text": f"</{tag}>"}
-    return {"role": "user", "content": [opening, *json_snapshot(data["content"]), closing]}
+def _tagged(tag: str, data: MessageData | SteeringMessageData) -> Message:
+    kind = encode(_source_kind(data.source)).decode()
+    return Message(
+        role="user",
+        content=(TextBlock(text=f"<{tag} source={kind}>"), *data.content, TextBlock(text=f"</{tag}>")),
+    )
 
 
-def _tool_result(data: Any) -> Message:
-    block: ToolResultBlock = {
-        "type": "tool-result",
-        "toolCallId": data["callId"],
-        "content": json_snapshot(data["content"]),
-    }
-    if "isError" in data:
-        block["isError"] = data["isError"]
-    return {"role": "user", "content": [block]}
+def _user(event: UserMessageEvent) -> Message:
+    return Message(role="user", content=event.data.content)
+
+
+def _assistant(event: AssistantMessageEvent) -> Message:
+    return Message(role="assistant", content=event.data.content)
+
+
+def _tool_result(event: ToolResultEvent) -> Message:
+    data = event.data
+    block = ToolResultBlock(tool_call_id=data.call_id, content=data.content, is_error=data.is_error)
+    return Message(role="user", content=(block,))
+
+
+def _context(event: ContextMessageEvent) -> Message:
+    return _tagged("context", event.data)
+
+
+def _steering(event: SteeringMessageEvent) -> Message:
+    return _tagged("steering", event.data)
+
+
+_DERIVERS: dict[type[Any], Callable[[Any], Message]] = {
+    UserMessageEvent: _user,
+    AssistantMessageEvent: _assistant,
+    ToolResultEvent: _tool_result,
+    ContextMessageEvent: _context,
+    SteeringMessageEvent: _steering,
+}
 
 
 def derive_message(event: SessionEvent) -> Message | None:
-    """The message one event contributes to the history (a fresh plain copy), or None."""
-    kind = event["type"]
-    if kind == "user/message":
-        content: list[ContentBlock] = json_snapshot(event["data"]["content"])
-        return {"role": "user", "content": content}
-    if kind == "assistant/message":
-        content = json_snapshot(event["data"]["content"])
-        return {"role": "assistant", "content": content}
-    if kind == "tool/result":
-        return _tool_result(event["data"])
-    if kind == "context/message":
-        return _tagged("context", event["data"])
-    if kind == "steering/message":
-        return _tagged("steering", event["data"])
-    return None
+    """The message one event contributes to the history, or None (its content is the logged value)."""
+    derive = _DERIVERS.get(type(event))
+    return None if derive is None else derive(event)
 
 
 INTERRUPTED_NOTE = "[interrupted by the user]"
 """What the model is told of a turn the user aborted before it answered (see :func:`interruption`)."""
+
+_NOTE = Message(role="assistant", content=(TextBlock(text=INTERRUPTED_NOTE),))
 
 
 def interruption(event: SessionEvent, last_role: str | None) -> Message | None:
@@ -79,20 +98,19 @@ def interruption(event: SessionEvent, last_role: str | None) -> Message | None:
     message in a row, with nothing saying the first went unanswered. A turn whose
     partial answer was logged ends with that answer, which needs no note.
     """
-    if event["type"] != "turn/end" or last_role != "user" or event["data"]["reason"].get("kind") != "aborted":
-        return None
-    note: TextBlock = {"type": "text", "text": INTERRUPTED_NOTE}
-    return {"role": "assistant", "content": [note]}
+    if type(event) is TurnEndEvent and last_role == "user" and type(event.data.reason) is AbortedReason:
+        return _NOTE
+    return None
 
 
 def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     """Walk ``events`` in order and build the model-facing message list.
 
-    * ``user/message`` → ``{role: "user", content}``
-    * ``assistant/message`` → ``{role: "assistant", content}``
+    * ``user/message`` → ``Message(role="user", content)``
+    * ``assistant/message`` → ``Message(role="assistant", content)``
     * ``tool/result`` → a user message holding one ``tool-result`` block
-      (``toolCallId`` = ``callId``, ``content``, ``isError``; the structured ``error``
-      is not shown to the model)
+      (``tool_call_id`` = ``call_id``, ``content``, ``is_error``; the structured
+      ``error`` is not shown to the model)
     * ``context/message`` / ``steering/message`` → user content wrapped in
       ``<context source="KIND">`` … ``</context>`` (resp. ``steering``), ``KIND`` being
       ``source.kind`` JSON-encoded
@@ -101,70 +119,40 @@ def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
     * anything else (boundaries, chunks, usage, errors, unknown types) → nothing.
     """
     messages: list[Message] = []
-    for event in events:
-        message = derive_message(event) or interruption(event, messages[-1]["role"] if messages else None)
-        if message is not None:
-            messages.append(message)
+    _extend(messages, events)
     return messages
 
 
-def _size(message: Any) -> int | None:
-    """The marshalled size of ``message``, or None when ``marshal`` cannot hold it.
-
-    ``marshal`` refuses nesting deeper than its own limit, which a JSON value can
-    exceed under a raised recursion limit; such a message is kept apart.
-    """
-    try:
-        return len(marshal.dumps(message))
-    except ValueError:
-        return None
+def _extend(messages: list[Message], events: Iterable[SessionEvent]) -> None:
+    derivers = _DERIVERS
+    for event in events:
+        derive = derivers.get(type(event))
+        if derive is not None:
+            messages.append(derive(event))
+        elif type(event) is TurnEndEvent:
+            note = interruption(event, messages[-1].role if messages else None)
+            if note is not None:
+                messages.append(note)
 
 
 class Derivation:
     """The history derived from a growing log, extended one call at a time.
 
     Precondition: every call passes the same append-only log (the previous call's
-    events, possibly followed by new ones, never edited). :meth:`messages` returns
-    a fresh deep copy each time; the caller owns it.
+    events, possibly followed by new ones, never edited). :meth:`messages` returns a
+    new list each time (the caller owns the list; the messages are shared values).
     """
 
-    __slots__ = ("_covered", "_last_role", "_open", "_packed")
+    __slots__ = ("_covered", "_messages")
 
     def __init__(self) -> None:
         self._covered = 0
-        self._last_role: str | None = None
-        self._packed: list[bytes | Message] = []  # a blob of small messages, or one large message
-        self._open: list[Message] = []  # small messages not packed yet
+        self._messages: list[Message] = []
 
     def messages(self, events: Sequence[SessionEvent]) -> list[Message]:
-        """The derivation of ``events`` (see :func:`derive_messages`), as a fresh copy."""
-        for event in events[self._covered :]:
-            message = derive_message(event) or interruption(event, self._last_role)
-            if message is not None:
-                self._add(message)
-                self._last_role = message["role"]
-        self._covered = len(events)
-        out: list[Message] = []
-        for segment in self._packed:
-            if type(segment) is bytes:
-                out += marshal.loads(segment)
-            else:
-                out.append(json_snapshot(segment))  # type: ignore[arg-type]
-        if self._open:
-            out += marshal.loads(marshal.dumps(self._open))
-        return out
-
-    def _add(self, message: Message) -> None:
-        size = _size(message)
-        if size is None or size > LARGE:
-            self._seal()
-            self._packed.append(message)
-            return
-        self._open.append(message)
-        if len(self._open) == SEGMENT:
-            self._seal()
-
-    def _seal(self) -> None:
-        if self._open:
-            self._packed.append(marshal.dumps(self._open))
-            self._open = []
+        """The derivation of ``events`` (see :func:`derive_messages`)."""
+        covered = self._covered
+        if covered < len(events):
+            _extend(self._messages, events[covered:])
+            self._covered = len(events)
+        return self._messages.copy()

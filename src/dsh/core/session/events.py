@@ -27,8 +27,8 @@ SESSION_EVENT: EmitEvent[[Session, SessionEvent]] = EmitEvent(
 
     Synchronous and called *after* the push: a listener that raises makes
     ``Session.append`` raise with the event already logged. Listeners must not append
-    to the same session re-entrantly and must not mutate ``event``; one that keeps the
-    event past the call (a write buffer) must copy it or treat it as read-only. Not
+    to the same session re-entrantly. ``event`` is the logged value itself, immutable:
+    a listener may keep it past the call (a write buffer) without copying it. Not
     fired for seeded events or after the creating plugin was disposed.""",
 )
 

@@ -8,19 +8,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from dsh.core.session.types import SessionEvent
+from dsh.core.llm.types import TextBlock, ToolCallBlock
+from dsh.core.session.types import (
+    AssistantMessageEvent,
+    InterruptedReason,
+    SessionEvent,
+    StepData,
+    StepEndEvent,
+    StepStartEvent,
+    ToolErrorInfo,
+    ToolResultData,
+    ToolResultEvent,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartEvent,
+)
 
 INTERRUPTED_RESULT_TEXT = "Tool call interrupted by a crash; no result was recorded."
 """The text of the synthetic result given to a tool call that never got one."""
 
+_INTERRUPTED_CONTENT = (TextBlock(text=INTERRUPTED_RESULT_TEXT),)
+_INTERRUPTED_ERROR = ToolErrorInfo(name="InterruptedError", code="interrupted")
 
-def _last_turn_start(log: Sequence[SessionEvent]) -> int | None:
-    """The index of the last ``turn/start`` when no ``turn/end`` follows it, else None."""
+
+def _last_turn_start(log: Sequence[SessionEvent]) -> tuple[int, TurnStartEvent] | None:
+    """The last ``turn/start`` and its index when no ``turn/end`` follows it, else None."""
     for index in range(len(log) - 1, -1, -1):
-        kind = log[index]["type"]
-        if kind == "turn/start":
-            return index
-        if kind == "turn/end":
+        event = log[index]
+        if type(event) is TurnStartEvent:
+            return index, event
+        if type(event) is TurnEndEvent:
             return None
     return None
 
@@ -39,57 +56,43 @@ def interrupted_turn_closers(events: Iterable[SessionEvent]) -> list[SessionEven
     the open turn's length, not the log's.
     """
     log = events if isinstance(events, Sequence) else list(events)
-    start = _last_turn_start(log)
-    if start is None:
+    found = _last_turn_start(log)
+    if found is None:
         return []
-    open_turn: int = log[start]["data"]["turn"]
+    start, opening = found
+    open_turn = opening.data.turn
     open_step: int | None = None
     pending: dict[str, int] = {}
     for index in range(start + 1, len(log)):
         event = log[index]
-        kind = event["type"]
-        data = event["data"]
-        if kind == "step/start":
-            open_step = data["step"]
-        elif kind == "step/end":
+        if type(event) is StepStartEvent:
+            open_step = event.data.step
+        elif type(event) is StepEndEvent:
             open_step = None
             pending.clear()
-        elif kind == "assistant/message":
-            for block in data["content"]:
-                if block.get("type") == "tool-call":
-                    pending[block["id"]] = data["step"]
-        elif kind == "tool/result":
-            pending.pop(data["callId"], None)
+        elif type(event) is AssistantMessageEvent:
+            for block in event.data.content:
+                if type(block) is ToolCallBlock:
+                    pending[block.id] = event.data.step
+        elif type(event) is ToolResultEvent:
+            pending.pop(event.data.call_id, None)
     last = log[-1]
-    seq = last["seq"] + 1
-    time = last["time"]
+    seq = last.seq + 1
+    time = last.time
     closers: list[SessionEvent] = []
     for call_id, step in pending.items():
-        closers.append(
-            {
-                "type": "tool/result",
-                "seq": seq,
-                "time": time,
-                "data": {
-                    "turn": open_turn,
-                    "step": step,
-                    "callId": call_id,
-                    "content": [{"type": "text", "text": INTERRUPTED_RESULT_TEXT}],
-                    "isError": True,
-                    "error": {"name": "InterruptedError", "code": "interrupted"},
-                },
-            }
+        data = ToolResultData(
+            turn=open_turn,
+            step=step,
+            call_id=call_id,
+            content=_INTERRUPTED_CONTENT,
+            is_error=True,
+            error=_INTERRUPTED_ERROR,
         )
+        closers.append(ToolResultEvent(seq=seq, time=time, data=data))
         seq += 1
     if open_step is not None:
-        closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})
+        closers.append(StepEndEvent(seq=seq, time=time, data=StepData(turn=open_turn, step=open_step)))
         seq += 1
-    closers.append(
-        {
-            "type": "turn/end",
-            "seq": seq,
-            "time": time,
-            "data": {"turn": open_turn, "reason": {"kind": "interrupted"}},
-        }
-    )
+    closers.append(TurnEndEvent(seq=seq, time=time, data=TurnEndData(turn=open_turn, reason=InterruptedReason())))
     return closers

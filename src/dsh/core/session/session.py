@@ -7,14 +7,27 @@ because an append can raise *after* its event was stored (a throwing listener).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import repeat
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dsh.core.errors import HarnessError
+from dsh.core.llm.codec import convert
 from dsh.core.session import clock
+from dsh.core.session.codec import _payloads, event_class, payload_type
 from dsh.core.session.derive import Derivation
-from dsh.core.session.jsonvalue import NotJsonError, check_json, json_snapshot
-from dsh.core.session.types import SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId
+from dsh.core.session.jsonvalue import NotJsonError, check_json
+from dsh.core.session.types import (
+    SESSION_FORMAT_VERSION,
+    SessionEvent,
+    SessionEventBase,
+    SessionHeader,
+    SessionId,
+    TurnEndEvent,
+    TurnStartEvent,
+    UntypedEvent,
+)
 
 if TYPE_CHECKING:
     from dsh.core.llm.types import Message
@@ -24,8 +37,8 @@ class EventLog(Sequence[SessionEvent]):
     """A read-only live view of a session's events (no copy per access).
 
     Indexing, slicing, ``len``, iteration and ``reversed`` read the session's own
-    list; the view follows later appends. The events themselves are the logged dicts:
-    treat them as read-only. A view compares equal to any sequence with equal items.
+    list; the view follows later appends. The events are the logged immutable values.
+    A view compares equal to any sequence with equal items.
     """
 
     __slots__ = ("_events",)
@@ -64,68 +77,46 @@ class EventLog(Sequence[SessionEvent]):
         return f"EventLog({self._events!r})"
 
 
-_ENVELOPE = ("type", "seq", "time", "data")
-
-
-def _not_an_event(index: int) -> HarnessError:
+def _not_an_event(index: int, event: object) -> HarnessError:
     return HarnessError(
-        f"seed event at index {index} is not a session event: expected a mapping with a str "
-        '"type", int "seq" and "time", and "data" (load seeds with parse_session_event)',
+        f"seed event at index {index} is not a session event (got {type(event).__name__}): "
+        "seed with event values, such as those SessionPersistence.load returns or parse_session_event builds",
         "INVALID_SEED",
     )
 
 
-def _seed_log(seed: Iterable[SessionEvent], copy: bool) -> list[SessionEvent]:
-    log: list[SessionEvent] = []
-    append = log.append
-    for index, event in enumerate(seed):
-        if type(event) is not dict and not isinstance(event, Mapping):
-            raise _not_an_event(index)
-        kind = event.get("type")
-        time = event.get("time")
-        if not isinstance(kind, str) or type(time) is not int or "data" not in event:
-            raise _not_an_event(index)
-        seq = event.get("seq")
-        if type(seq) is not int or seq != index:
+_EVENT_CLASSES = (SessionEventBase, UntypedEvent)
+_seq_of = attrgetter("seq")
+
+
+def _seed_log(seed: Iterable[SessionEvent]) -> list[SessionEvent]:
+    log = list(seed)
+    # The usual seed (a loaded log) passes both checks in C-speed map loops; a bad one is located below.
+    if all(map(isinstance, log, repeat(_EVENT_CLASSES))) and list(map(_seq_of, log)) == list(range(len(log))):
+        return log
+    for index, event in enumerate(log):
+        if not isinstance(event, _EVENT_CLASSES):
+            raise _not_an_event(index, event)
+        if event.seq != index:
             raise HarnessError(
-                f"seed event at index {index} has seq {seq} (expected {index}); seed must be contiguous from 0",
+                f"seed event at index {index} has seq {event.seq} (expected {index}); seed must be contiguous from 0",
                 "INVALID_SEED",
             )
-        data = event["data"]
-        try:
-            if copy:
-                data = json_snapshot(data)
-            else:
-                check_json(data)
-        except NotJsonError as error:
-            raise NotJsonError(
-                f'seed event "{kind}" (seq {seq}) carries non-JSON-serializable data: {error.reason} at {error.path}',
-                reason=error.reason,
-                path=error.path,
-                cause=error,
-            ) from error
-        if copy or type(event) is not dict or tuple(event) != _ENVELOPE:
-            event = {"type": kind, "seq": seq, "time": time, "data": data}
-        append(event)
-    return log
+    raise AssertionError(
+        "unreachable: a seed failing the fast check has a bad event"
+    )  # pragma: no cover - see the fast check
+
+
+E = TypeVar("E", bound=SessionEventBase)
 
 
 class Session:
     """One conversation's append-only event log plus its immutable header.
 
-    ``Session(id, seed=None, header=None, *, copy_seed=True)``: ``seed`` (optional) must
-    hold events with ``seq`` contiguous from 0 and JSON ``data``; the log starts as a
-    deep copy of it (later changes to the caller's objects cannot reach the log) and
-    seeding notifies nobody. ``header`` defaults to ``{version: 1, id, createdAt: now}``.
-
-    ``copy_seed=False`` hands the seed's events over instead: they are checked the
-    same way but not copied, and the log holds them (an event that is not a plain
-    dict of exactly ``type, seq, time, data`` gets a new envelope around the same
-    ``data``). The caller gives them up: neither it nor anyone it shared them with may
-    change them afterwards. A resume hands over the events
-    :meth:`SessionPersistence.load <dsh.core.persistence.SessionPersistence.load>`
-    returned this way, unchanged (edited events belong in a copied seed). This skips
-    one full copy of a long log.
+    ``Session(id, seed=None, header=None)``: ``seed`` (optional) holds events with
+    ``seq`` contiguous from 0; the log starts with them (they are immutable, so they
+    are shared, not copied) and seeding notifies nobody. ``header`` defaults to
+    ``SessionHeader(version=1, id=id, created_at=now)``.
 
     ``on_append`` is called after each :meth:`append` with ``(session, event)``; the
     :class:`~dsh.core.session.store.SessionStore` sets it to emit ``session/event``.
@@ -138,18 +129,14 @@ class Session:
         id: SessionId,
         seed: Iterable[SessionEvent] | None = None,
         header: SessionHeader | None = None,
-        *,
-        copy_seed: bool = True,
     ) -> None:
         self._id = id
-        self._events: list[SessionEvent] = [] if seed is None else _seed_log(seed, copy_seed)
+        self._events: list[SessionEvent] = [] if seed is None else _seed_log(seed)
         self._view = EventLog(self._events)
         self._derivation: Derivation | None = None  # made by the first derive_messages()
         if header is None:
-            header = {"version": SESSION_FORMAT_VERSION, "id": id, "createdAt": clock.now_ms()}
-        else:
-            header = header.copy()
-        self._header: SessionHeader = header
+            header = SessionHeader(version=SESSION_FORMAT_VERSION, id=id, created_at=clock.now_ms())
+        self._header = header
         self.on_append: Callable[[Session, SessionEvent], None] | None = None
 
     def __repr__(self) -> str:
@@ -161,15 +148,12 @@ class Session:
 
     @property
     def header(self) -> SessionHeader:
-        """The out-of-log metadata (``version``, ``id``, ``createdAt``, ``cwd?``, ``parentSession?``).
-
-        A private copy made at construction; do not mutate it.
-        """
+        """The out-of-log metadata (``version``, ``id``, ``created_at``, ``cwd?``, ``parent_session?``)."""
         return self._header
 
     @property
     def events(self) -> EventLog:
-        """The log as a read-only live view; ``events[i]["seq"] == i``."""
+        """The log as a read-only live view; ``events[i].seq == i``."""
         return self._view
 
     @property
@@ -177,31 +161,43 @@ class Session:
         """The ``seq`` the next appended event gets (= the number of events)."""
         return len(self._events)
 
-    def append(self, type: str, data: object) -> SessionEvent:
-        """Log ``{type, seq, time, data}`` and return the logged event.
+    @overload
+    def append(self, kind: type[E], data: object) -> E: ...
 
-        ``data`` must be a JSON value; it is deep-copied, so the returned event holds the
-        snapshot, not the caller's object. Non-JSON data raises :class:`NotJsonError`
-        and logs nothing. The event is stored *before* ``on_append`` runs: if the hook
-        (a ``session/event`` listener) raises, the error propagates with the event
-        already in the log.
+    @overload
+    def append(self, kind: str, data: object) -> SessionEvent: ...
+
+    def append(self, kind: type[SessionEventBase] | str, data: object) -> SessionEvent:
+        """Log an event of ``kind`` carrying ``data`` and return it, with ``seq`` and ``time`` filled.
+
+        ``kind`` is an event class and ``data`` its payload value
+        (``append(TurnStartEvent, TurnStartData(...))``), or an event type name and
+        its JSON data: a registered type's data is checked and converted to its
+        payload class (MALFORMED when it does not fit), any other type is logged as
+        an :class:`UntypedEvent` (data must be JSON, else :class:`NotJsonError`; the
+        log takes it over: the caller must not change it afterwards).
+        Nothing is logged when the data is refused. The event is stored *before*
+        ``on_append`` runs: if the hook (a ``session/event`` listener) raises, the
+        error propagates with the event already in the log.
         """
-        try:
-            snapshot = json_snapshot(data)
-        except NotJsonError as error:
-            raise NotJsonError(
-                f'session event "{type}" carries non-JSON-serializable data: {error.reason} at {error.path}',
-                reason=error.reason,
-                path=error.path,
-                cause=error,
-            ) from error
-        event: SessionEvent = {
-            "type": type,
-            "seq": len(self._events),
-            "time": clock.now_ms(),
-            "data": snapshot,
-        }
-        self._events.append(event)
+        events = self._events
+        expected = _payloads.get(kind)  # the payload class of an event class already seen, else None
+        if expected is None:
+            if type(kind) is not str:
+                expected = _payload_of(kind)
+            else:
+                cls = event_class(kind)
+                if cls is None:
+                    _check_json(kind, data)
+                    event: SessionEvent = UntypedEvent(type=kind, seq=len(events), time=clock.now_ms(), data=data)
+                else:
+                    payload: object = convert(data, payload_type(cls), f'"{kind}" event data')
+                    event = cls(seq=len(events), time=clock.now_ms(), data=payload)  # type: ignore[call-arg]
+        if expected is not None:
+            if type(data) is not expected and not isinstance(data, expected):
+                raise _wrong_data(kind, expected, data)
+            event = kind(seq=len(events), time=clock.now_ms(), data=data)  # type: ignore[call-arg, operator]
+        events.append(event)
         hook = self.on_append
         if hook is not None:
             hook(self, event)
@@ -210,15 +206,43 @@ class Session:
     def derive_messages(self) -> list[Message]:
         """The model-facing history derived from the log (see :func:`derive_messages`).
 
-        A fresh deep copy on every call: the caller may change it freely without
-        affecting the log or later calls. Incremental: only events appended since the
-        previous call are derived (see :class:`~dsh.core.session.derive.Derivation`), so
-        a call costs a C-speed copy of the history, not a walk of the whole log.
+        A new list on every call (the caller may change the list); the messages in
+        it are the shared immutable values. Incremental: only events appended since
+        the previous call are derived (see :class:`~dsh.core.session.derive.Derivation`).
         """
         derivation = self._derivation
         if derivation is None:
             derivation = self._derivation = Derivation()
         return derivation.messages(self._events)
+
+
+def _payload_of(kind: object) -> type[Any]:
+    if isinstance(kind, type) and issubclass(kind, SessionEventBase):
+        return payload_type(kind)
+    raise HarnessError(
+        f"append takes an event class or an event type name, got {type(kind).__qualname__}",
+        "INVALID_EVENT_TYPE",
+    )
+
+
+def _wrong_data(kind: Any, expected: type[Any], data: object) -> HarnessError:
+    return HarnessError(
+        f"{kind.__qualname__} carries {expected.__qualname__}, got {type(data).__qualname__}: "
+        f"append({kind.__qualname__}, {expected.__qualname__}(...))",
+        "INVALID_EVENT_DATA",
+    )
+
+
+def _check_json(kind: str, data: object) -> None:
+    try:
+        check_json(data)
+    except NotJsonError as error:
+        raise NotJsonError(
+            f'session event "{kind}" carries non-JSON-serializable data: {error.reason} at {error.path}',
+            reason=error.reason,
+            path=error.path,
+            cause=error,
+        ) from error
 
 
 def _events_of(source: Session | Sequence[SessionEvent]) -> Sequence[SessionEvent]:
@@ -228,18 +252,17 @@ def _events_of(source: Session | Sequence[SessionEvent]) -> Sequence[SessionEven
 def last_turn_number(source: Session | Sequence[SessionEvent]) -> int:
     """The ``turn`` of the last ``turn/start`` in the log, or 0 when there is none."""
     for event in reversed(_events_of(source)):
-        if event["type"] == "turn/start":
-            turn: int = event["data"]["turn"]
-            return turn
+        if type(event) is TurnStartEvent:
+            return event.data.turn
     return 0
 
 
 def is_turn_open(source: Session | Sequence[SessionEvent]) -> bool:
     """True when the last ``turn/start``/``turn/end`` in the log is a ``turn/start``."""
     for event in reversed(_events_of(source)):
-        kind = event["type"]
-        if kind == "turn/start":
+        kind = type(event)
+        if kind is TurnStartEvent:
             return True
-        if kind == "turn/end":
+        if kind is TurnEndEvent:
             return False
     return False

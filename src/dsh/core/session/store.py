@@ -6,12 +6,16 @@ import builtins
 import os
 from collections.abc import Callable, Generator, Iterable
 
+from msgspec import UNSET
+
 from dsh.core.errors import HarnessError
 from dsh.core.session import clock
 from dsh.core.session.events import SESSION_CREATED, SESSION_EVENT
 from dsh.core.session.session import Session
 from dsh.core.session.types import SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, SessionMeta
 from dsh.kernel import Context, Service, ServiceKey
+
+_NO_META = SessionMeta()
 
 
 class SessionStore(Service):
@@ -33,14 +37,13 @@ class SessionStore(Service):
         *,
         seed: Iterable[SessionEvent] | None = None,
         meta: SessionMeta | None = None,
-        copy_seed: bool = True,
     ) -> Session:
         """Create, store and announce a session; return it.
 
         ``id`` defaults to ``session-<n>`` (a per-store counter from 1). ``seed`` starts
-        the log (see :class:`Session`; ``copy_seed=False`` hands its events over
-        uncopied). ``meta`` gives the header's ``cwd`` (absolute), ``parentSession`` and
-        ``createdAt`` (default: now).
+        the log (see :class:`Session`: its immutable events are shared, not copied).
+        ``meta`` gives the header's ``cwd`` (absolute), ``parent_session`` and
+        ``created_at`` (default: now).
 
         Raises ``HarnessError`` when the id is taken (``DUPLICATE_SESSION``), ``cwd`` is
         relative (``INVALID_CWD``) or the seed is invalid, in each case registering
@@ -55,22 +58,20 @@ class SessionStore(Service):
                 f'session "{id}" already exists (use sessions.get() for the live one, or pick another id)',
                 "DUPLICATE_SESSION",
             )
-        meta = meta if meta is not None else {}
-        cwd = meta.get("cwd")
-        if cwd is not None and not os.path.isabs(cwd):
+        if meta is None:
+            meta = _NO_META
+        cwd = meta.cwd
+        if cwd is not UNSET and not os.path.isabs(cwd):
             raise HarnessError(f'session cwd must be an absolute path, got "{cwd}"', "INVALID_CWD")
-        created_at = meta.get("createdAt")
-        header: SessionHeader = {
-            "version": SESSION_FORMAT_VERSION,
-            "id": id,
-            "createdAt": clock.now_ms() if created_at is None else created_at,
-        }
-        if cwd is not None:
-            header["cwd"] = cwd
-        parent = meta.get("parentSession")
-        if parent is not None:
-            header["parentSession"] = parent
-        session = Session(id, seed, header, copy_seed=copy_seed)
+        created_at = meta.created_at
+        header = SessionHeader(
+            version=SESSION_FORMAT_VERSION,
+            id=id,
+            created_at=clock.now_ms() if created_at is UNSET else created_at,
+            cwd=cwd,
+            parent_session=meta.parent_session,
+        )
+        session = Session(id, seed, header)
         ctx = self.ctx
         sessions = self._sessions
         key = id

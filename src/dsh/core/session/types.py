@@ -1,171 +1,299 @@
 """The session event log vocabulary (SPEC §3.1).
 
-A session is an append-only list of :class:`SessionEvent` records; the envelope keys
-are ``type, seq, time, data`` in that order and ``data`` is JSON. Like the llm
-vocabulary these are ``TypedDict`` so a logged event is exactly its JSON form.
-``SessionEvent.type`` is an open set: plugins may log their own types.
+A session is an append-only list of events. Every event is an immutable
+``msgspec.Struct`` whose class names its ``type`` (the tag) and whose ``data`` is
+its typed payload: ``event.data.turn``, ``match event: case ToolCallEvent(data=call)``.
+Encoded, an event is exactly its log line: keys ``type, seq, time, data`` in that
+order, payload keys in SPEC order, camelCase.
+
+The set of event types is open. A type this version does not define (a plugin's
+own, or a newer writer's) is an :class:`UntypedEvent` holding its JSON ``data``;
+a plugin that wants typed events of its own subclasses :class:`SessionEventBase`
+and registers the class (:func:`dsh.core.session.codec.register_event_type`).
+Nested open unions (blocks, sources, triggers, reasons) may hold ``Unknown``
+values, kept exactly as read (SPEC §0.6).
 """
 
-from typing import Any, Literal, NotRequired, TypeAlias
+from __future__ import annotations
 
-from typing_extensions import TypedDict
+from typing import Any, Literal, TypeAlias
 
-from dsh.core.llm.types import CallId, ContentBlock, MessageSource, StreamChunk, TokenUsage
+from msgspec import UNSET, Struct, UnsetType
+
+from dsh.core.llm.types import CallId, ContentBlock, Count, MessageSource, StreamChunk, TokenUsage, Unknown
 
 SessionId: TypeAlias = str
 SESSION_FORMAT_VERSION = 1
 
 
-class SessionHeader(TypedDict):
+class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
     """Immutable out-of-log metadata; ``cwd`` is absolute when present."""
 
     version: int
     id: SessionId
-    createdAt: int
-    cwd: NotRequired[str]
-    parentSession: NotRequired[str]
+    created_at: Count
+    cwd: str | UnsetType = UNSET
+    parent_session: str | UnsetType = UNSET
 
 
-class SessionMeta(TypedDict, total=False):
+class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
     """What a creator may say about a new session's header."""
 
-    cwd: str
-    parentSession: str
-    createdAt: int
+    cwd: str | UnsetType = UNSET
+    parent_session: str | UnsetType = UNSET
+    created_at: Count | UnsetType = UNSET
 
 
-class MessageTrigger(TypedDict):
-    kind: Literal["message"]
+# ------------------------------------------------------------------ triggers
+class _Trigger(Struct, frozen=True, tag_field="kind"):
+    """Base of the turn triggers."""
+
+
+class MessageTrigger(_Trigger, frozen=True, tag="message"):
     source: MessageSource
 
 
-class ContinuationTrigger(TypedDict):
-    kind: Literal["continuation"]
+class ContinuationTrigger(_Trigger, frozen=True, tag="continuation"):
+    pass
 
 
-class InjectionTrigger(TypedDict):
-    kind: Literal["injection"]
+class InjectionTrigger(_Trigger, frozen=True, tag="injection"):
     source: MessageSource
 
 
-TurnTrigger: TypeAlias = MessageTrigger | ContinuationTrigger | InjectionTrigger
+TurnTrigger: TypeAlias = MessageTrigger | ContinuationTrigger | InjectionTrigger | Unknown
 
 
-class CompletedReason(TypedDict):
-    kind: Literal["completed"]
+# ---------------------------------------------------------- turn-end reasons
+class _Reason(Struct, frozen=True, tag_field="kind"):
+    """Base of the turn-end reasons."""
 
 
-class AbortedReason(TypedDict):
-    kind: Literal["aborted"]
-    reason: NotRequired[str]
+class CompletedReason(_Reason, frozen=True, tag="completed"):
+    pass
 
 
-class ErrorReason(TypedDict):
-    kind: Literal["error"]
+class AbortedReason(_Reason, frozen=True, tag="aborted"):
+    reason: str | UnsetType = UNSET
+
+
+class ErrorReason(_Reason, frozen=True, tag="error"):
     message: str
-    code: NotRequired[str]
+    code: str | UnsetType = UNSET
 
 
-class DisposedReason(TypedDict):
-    kind: Literal["disposed"]
+class DisposedReason(_Reason, frozen=True, tag="disposed"):
+    pass
 
 
-class MaxTokensReason(TypedDict):
-    kind: Literal["max-tokens"]
+class MaxTokensReason(_Reason, frozen=True, tag="max-tokens"):
+    pass
 
 
-class InterruptedReason(TypedDict):
-    kind: Literal["interrupted"]
+class InterruptedReason(_Reason, frozen=True, tag="interrupted"):
+    pass
 
 
 TurnEndReason: TypeAlias = (
-    CompletedReason | AbortedReason | ErrorReason | DisposedReason | MaxTokensReason | InterruptedReason
+    CompletedReason | AbortedReason | ErrorReason | DisposedReason | MaxTokensReason | InterruptedReason | Unknown
 )
 
 
-class TurnStartData(TypedDict):
-    turn: int
+# ------------------------------------------------------------------ payloads
+class _Data(Struct, frozen=True, rename="camel"):
+    """Base of the event payloads."""
+
+
+class TurnStartData(_Data, frozen=True):
+    turn: Count
     trigger: TurnTrigger
 
 
-class TurnEndData(TypedDict):
-    turn: int
+class TurnEndData(_Data, frozen=True):
+    turn: Count
     reason: TurnEndReason
 
 
-class StepData(TypedDict):
-    turn: int
-    step: int
+class StepData(_Data, frozen=True):
+    """``step/start`` and ``step/end``."""
+
+    turn: Count
+    step: Count
 
 
-class MessageData(TypedDict):
+class MessageData(_Data, frozen=True):
     """``user/message`` and ``context/message``."""
 
-    content: list[ContentBlock]
+    content: tuple[ContentBlock, ...]
     source: MessageSource
 
 
-class AssistantChunkData(TypedDict):
-    turn: int
-    step: int
+class AssistantChunkData(_Data, frozen=True):
+    turn: Count
+    step: Count
     chunk: StreamChunk
 
 
-class AssistantMessageData(TypedDict):
-    turn: int
-    step: int
-    content: list[ContentBlock]
+class AssistantMessageData(_Data, frozen=True):
+    turn: Count
+    step: Count
+    content: tuple[ContentBlock, ...]
 
 
-class ToolCallData(TypedDict):
-    turn: int
-    step: int
-    callId: CallId
+class ToolCallData(_Data, frozen=True):
+    turn: Count
+    step: Count
+    call_id: CallId
     name: str
     arguments: str
 
 
-class ToolErrorInfo(TypedDict):
+class ToolErrorInfo(Struct, frozen=True):
     name: str
     code: str
 
 
-class ToolResultData(TypedDict):
-    turn: int
-    step: int
-    callId: CallId
-    content: list[ContentBlock]
-    isError: bool
-    error: NotRequired[ToolErrorInfo]
+class ToolResultData(_Data, frozen=True):
+    turn: Count
+    step: Count
+    call_id: CallId
+    content: tuple[ContentBlock, ...]
+    is_error: bool
+    error: ToolErrorInfo | UnsetType = UNSET
 
 
-class SteeringMessageData(TypedDict):
-    turn: int
-    content: list[ContentBlock]
+class SteeringMessageData(_Data, frozen=True):
+    turn: Count
+    content: tuple[ContentBlock, ...]
     source: MessageSource
 
 
-class UsageData(TypedDict):
-    turn: int
-    step: int
+class UsageData(_Data, frozen=True):
+    turn: Count
+    step: Count
     usage: TokenUsage
 
 
-class ErrorData(TypedDict):
-    turn: int
-    step: int
+class ErrorData(_Data, frozen=True):
+    turn: Count
+    step: Count
     message: str
-    code: NotRequired[str]
+    code: str | UnsetType = UNSET
 
 
-class SessionEvent(TypedDict):
-    """One log record. ``seq`` is its index (contiguous from 0), ``time`` epoch ms."""
+# -------------------------------------------------------------------- events
+class SessionEventBase(Struct, frozen=True, tag_field="type"):
+    """One log record: ``seq`` is its index (contiguous from 0), ``time`` epoch ms.
+
+    Subclasses set ``tag=<event type>`` and declare ``data``; the session fills
+    ``seq`` and ``time`` when it appends.
+    """
+
+    seq: Count
+    time: Count
+
+    @property
+    def type(self) -> str:
+        """The event type (the tag)."""
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+
+class TurnStartEvent(SessionEventBase, frozen=True, tag="turn/start"):
+    data: TurnStartData
+
+
+class TurnEndEvent(SessionEventBase, frozen=True, tag="turn/end"):
+    data: TurnEndData
+
+
+class StepStartEvent(SessionEventBase, frozen=True, tag="step/start"):
+    data: StepData
+
+
+class StepEndEvent(SessionEventBase, frozen=True, tag="step/end"):
+    data: StepData
+
+
+class UserMessageEvent(SessionEventBase, frozen=True, tag="user/message"):
+    data: MessageData
+
+
+class ContextMessageEvent(SessionEventBase, frozen=True, tag="context/message"):
+    data: MessageData
+
+
+class AssistantChunkEvent(SessionEventBase, frozen=True, tag="assistant/chunk"):
+    data: AssistantChunkData
+
+
+class AssistantMessageEvent(SessionEventBase, frozen=True, tag="assistant/message"):
+    data: AssistantMessageData
+
+
+class ToolCallEvent(SessionEventBase, frozen=True, tag="tool/call"):
+    data: ToolCallData
+
+
+class ToolResultEvent(SessionEventBase, frozen=True, tag="tool/result"):
+    data: ToolResultData
+
+
+class SteeringMessageEvent(SessionEventBase, frozen=True, tag="steering/message"):
+    data: SteeringMessageData
+
+
+class UsageEvent(SessionEventBase, frozen=True, tag="usage"):
+    data: UsageData
+
+
+class ErrorEvent(SessionEventBase, frozen=True, tag="error"):
+    data: ErrorData
+
+
+class UntypedEvent(Struct, frozen=True):
+    """An event of a type no registered class defines; ``data`` is its JSON (do not mutate it)."""
 
     type: str
-    seq: int
-    time: int
+    seq: Count
+    time: Count
     data: Any
 
+
+CoreEvent: TypeAlias = (
+    TurnStartEvent
+    | TurnEndEvent
+    | StepStartEvent
+    | StepEndEvent
+    | UserMessageEvent
+    | ContextMessageEvent
+    | AssistantChunkEvent
+    | AssistantMessageEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | SteeringMessageEvent
+    | UsageEvent
+    | ErrorEvent
+)
+"""The event types of SPEC §3.1."""
+
+SessionEvent: TypeAlias = SessionEventBase | UntypedEvent
+"""Any logged event: a typed one (core or registered) or an :class:`UntypedEvent`."""
+
+CORE_EVENT_TYPES: tuple[type[SessionEventBase], ...] = (
+    TurnStartEvent,
+    TurnEndEvent,
+    StepStartEvent,
+    StepEndEvent,
+    UserMessageEvent,
+    ContextMessageEvent,
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    SteeringMessageEvent,
+    UsageEvent,
+    ErrorEvent,
+)
 
 EventType: TypeAlias = Literal[
     "turn/start",

@@ -1,9 +1,11 @@
 """What the model is told: ordered prompt sections plus tool schemas (SPEC §5).
 
-:class:`PromptSection` and :class:`PromptAssembly` are in-process objects. An
-assembly is a snapshot built for one model call: listeners of
-``system-prompt/assemble`` may mutate it freely without touching the registry or
-any later assembly. :func:`render_prompt` turns its sections into the system text.
+:class:`PromptSection` is an immutable value (a frozen dataclass: its ``text`` may be
+a callable) and a :class:`~dsh.core.llm.ToolSchema` is a frozen ``msgspec.Struct``,
+so both are shared, never copied. A :class:`PromptAssembly` is built fresh for one
+model call: listeners of ``system-prompt/assemble`` may reorder, add, drop or replace
+its entries (its lists are its own) without touching the registry or any later
+assembly. :func:`render_prompt` turns its sections into the system text.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from dsh.core.llm.types import ToolSchema
 
 
-@dataclass
+@dataclass(frozen=True)
 class PromptSection:
     """One named piece of the system prompt.
 
@@ -30,7 +32,7 @@ class PromptSection:
 
 @dataclass
 class PromptAssembly:
-    """The sections (sorted) and tool schemas for one model call."""
+    """The sections (sorted) and tool schemas for one model call; mutable, built per call."""
 
     sections: list[PromptSection] = field(default_factory=list)
     tools: list[ToolSchema] = field(default_factory=list)

@@ -10,9 +10,10 @@ from dsh.kernel import EmitEvent, WaterfallEvent
 SYSTEM_PROMPT_ASSEMBLE: WaterfallEvent[[PromptAssembly], Awaitable[PromptAssembly]] = WaterfallEvent(
     "system-prompt/assemble",
     doc=(
-        "Waterfall over a fresh assembly snapshot: listeners get (assembly, next) and return an "
-        "awaitable of the assembly. Mutate it then return next() to cooperate; return another "
-        "assembly without calling next() to replace the result for this call only."
+        "Waterfall over a fresh assembly: listeners get (assembly, next) and return an awaitable "
+        "of the assembly. Edit its lists (the sections and schemas in them are immutable: replace "
+        "one to change it) then return next() to cooperate; return another assembly without "
+        "calling next() to replace the result for this call only."
     ),
 )
 """See ``doc``: ``(assembly, next) -> Awaitable[PromptAssembly]``."""

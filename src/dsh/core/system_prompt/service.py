@@ -3,12 +3,12 @@
 Plugins contribute through their own context (``ctx[SYSTEM_PROMPT].section(...)``);
 each contribution is an effect of the *calling* plugin's fiber, so unloading that
 plugin removes it. The agent loop calls :meth:`SystemPrompt.assemble` once per step.
+Sections and schemas are immutable and handed out as they are; each assembly gets
+lists of its own.
 """
 
 from __future__ import annotations
 
-import copy
-import marshal
 from collections.abc import Callable, Generator
 from typing import TypeVar
 
@@ -26,32 +26,6 @@ ToolProvider = Callable[[], list[ToolSchema]]
 def _remove_identical(items: list[T], item: T) -> None:
     """Remove ``item`` (which must be present) by identity, not equality."""
     del items[next(index for index, candidate in enumerate(items) if candidate is item)]
-
-
-def _snapshot_schema(schema: ToolSchema) -> ToolSchema:
-    """A shallow copy of ``schema`` with its own deep copy of ``parameters``.
-
-    The copy is a ``marshal`` round trip when ``marshal`` can hold the parameters
-    (exact built-in types, cycles included: a C-speed deep copy that keeps every
-    type, ``True`` apart from ``1``); else ``copy.deepcopy`` (subclasses, custom
-    objects, nesting deeper than ``marshal`` allows).
-    """
-    copied = schema.copy()
-    parameters = schema["parameters"]
-    try:
-        copied["parameters"] = marshal.loads(marshal.dumps(parameters))
-    except ValueError:  # a subclass, a custom object, or nesting marshal refuses
-        copied["parameters"] = copy.deepcopy(parameters)
-    return copied
-
-
-def _copy_section(section: PromptSection) -> PromptSection:
-    """A shallow copy of ``section`` (what ``copy.copy`` gives, without its generic dispatch)."""
-    if type(section) is not PromptSection:  # a subclass may define its own copying
-        return copy.copy(section)
-    clone = object.__new__(PromptSection)
-    clone.__dict__.update(section.__dict__)
-    return clone
 
 
 def _order(section: PromptSection) -> float:
@@ -101,13 +75,13 @@ class SystemPrompt(Service):
     async def assemble(self) -> PromptAssembly:
         """Build a fresh snapshot and pass it through the ``system-prompt/assemble`` waterfall.
 
-        Sections are shallow copies (a callable ``text`` is shared) sorted stably by
-        ``order``; tool schemas are shallow copies with deep-copied ``parameters``,
-        concatenated in provider registration order (every provider is called on
-        every assembly). A raise from a provider or a listener propagates.
+        The sections are sorted stably by ``order``; the tool schemas are every
+        provider's, concatenated in provider registration order (every provider is
+        called on every assembly). Both lists are new; the values in them are shared.
+        A raise from a provider or a listener propagates.
         """
-        sections = sorted(map(_copy_section, self._sections), key=_order)
-        tools = [_snapshot_schema(schema) for provider in tuple(self._providers) for schema in provider()]
+        sections = sorted(self._sections, key=_order)
+        tools = [schema for provider in tuple(self._providers) for schema in provider()]
         assembly = PromptAssembly(sections=sections, tools=tools)
         return await self.ctx.waterfall(SYSTEM_PROMPT_ASSEMBLE, assembly, inner=lambda: _resolved(assembly))
 

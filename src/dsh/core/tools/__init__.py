@@ -1,6 +1,11 @@
 """The ``tools`` core service: the tool registry, the ``tools/execute`` seam, the schema DSL,
-Pythonic tool authoring and the presentation vocabulary (SPEC §6)."""
+Pythonic tool authoring and the presentation vocabulary (SPEC §6).
 
+``ToolErrorInfo`` is the session's (:mod:`dsh.core.session.types`), re-exported here
+for tool authors: one definition, two addresses.
+"""
+
+from dsh.core.session.types import ToolErrorInfo
 from dsh.core.tools.define import define_tool
 from dsh.core.tools.events import TOOLS_CHANGE, TOOLS_EXECUTE
 from dsh.core.tools.failure import failure_message, tool_error_result
@@ -30,7 +35,6 @@ from dsh.core.tools.types import (
     PresentCall,
     PresentResult,
     ToolDefinition,
-    ToolErrorInfo,
     ToolExecute,
     ToolExecution,
     ToolExecutionResult,

@@ -6,9 +6,10 @@ call before the body runs, so the body may trust the argument types it declares.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
+
+from msgspec import UNSET, UnsetType
 
 from dsh.core.errors import ToolArgsError
 from dsh.core.llm.types import ContentBlock
@@ -39,10 +40,10 @@ def define_tool(
     name: str,
     description: str,
     parameters: SchemaSpec,
-    execute: Callable[[A, ToolExecution], Awaitable[list[ContentBlock]]],
+    execute: Callable[[A, ToolExecution], Awaitable[Sequence[ContentBlock]]],
     present_call: Callable[[A], ToolCallPresentation | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultPresentation | None] | None = None,
-    strict: bool | None = None,
+    strict: bool | UnsetType = UNSET,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` whose calls are validated against ``parameters``.
 
@@ -53,16 +54,15 @@ def define_tool(
     result). Presenters soft-validate: for invalid arguments they return None
     instead of running (display code runs on replayed, possibly malformed calls).
     ``strict`` is announced only when given (``False`` included). The spec is
-    copied, so later edits to ``parameters`` change nothing.
+    read at every call, not copied: do not mutate ``parameters`` once defined.
 
     Raises ``ValueError`` at once if a property type is outside ``SchemaType``.
     """
-    spec = copy.deepcopy(parameters)
-    for key, prop in spec.items():
+    for key, prop in parameters.items():
         _check_prop(prop, key)
 
-    async def run(args: Any, execution: ToolExecution) -> list[ContentBlock]:
-        violations = validate_args(spec, args)
+    async def run(args: Any, execution: ToolExecution) -> Sequence[ContentBlock]:
+        violations = validate_args(parameters, args)
         if violations:
             raise ToolArgsError(violations)
         return await execute(args, execution)
@@ -72,19 +72,19 @@ def define_tool(
         call_body = present_call
 
         def soft_call(args: Any) -> ToolCallPresentation | None:
-            return None if validate_args(spec, args) else call_body(args)
+            return None if validate_args(parameters, args) else call_body(args)
 
     soft_result: PresentResult | None = None
     if present_result is not None:
         result_body = present_result
 
         def soft_result(args: Any, result: ToolResult) -> ToolResultPresentation | None:
-            return None if validate_args(spec, args) else result_body(args, result)
+            return None if validate_args(parameters, args) else result_body(args, result)
 
     return ToolDefinition(
         name=name,
         description=description,
-        parameters=schema_spec_to_json_schema(spec),
+        parameters=schema_spec_to_json_schema(parameters),
         execute=run,
         present_call=soft_call,
         present_result=soft_result,

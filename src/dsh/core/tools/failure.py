@@ -9,13 +9,18 @@ the reference's non-exception throws (SPEC §17.38) is read as follows:
 * else the class name (``raise RuntimeError()`` → ``RuntimeError``), our analogue of
   JavaScript's ``[object Object]``.
 
-Structured ``error`` info (``{name, code}``) is attached only for ``HarnessError``.
+Structured ``error`` info (:class:`~dsh.core.session.ToolErrorInfo`, ``{name, code}``)
+is attached only for ``HarnessError``.
 """
 
 from __future__ import annotations
 
+from msgspec import UNSET
+
 from dsh.core.errors import HarnessError
-from dsh.core.tools.types import ToolErrorInfo, ToolExecutionResult
+from dsh.core.llm.types import TextBlock
+from dsh.core.session.types import ToolErrorInfo
+from dsh.core.tools.types import ToolExecutionResult
 
 
 def failure_message(error: BaseException) -> str:
@@ -31,12 +36,9 @@ def failure_message(error: BaseException) -> str:
 
 def tool_error_result(call_id: str, error: BaseException) -> ToolExecutionResult:
     """The ``isError`` result of call ``call_id`` that failed with ``error``."""
-    info: ToolErrorInfo | None = None
-    if isinstance(error, HarnessError):
-        info = {"name": error.name, "code": error.code}
     return ToolExecutionResult(
         call_id=call_id,
-        content=[{"type": "text", "text": f"Error: {failure_message(error)}"}],
+        content=(TextBlock(text=f"Error: {failure_message(error)}"),),
         is_error=True,
-        error=info,
+        error=ToolErrorInfo(name=error.name, code=error.code) if isinstance(error, HarnessError) else UNSET,
     )

@@ -20,7 +20,7 @@ the model's ``extra`` setting (ignored by default, and always by
 ``tool_from_function``). A ``ValidationError`` becomes :class:`ToolArgsError` whose
 violations read like those of :func:`validate_args` (``missing required property
 "path"``, ``"limit" must be an integer``). The body may return a ``str`` (one text
-block) or a list of content blocks.
+block) or a tuple (or list) of content blocks.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from __future__ import annotations
 import inspect
 import json
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, Field, ValidationError, create_model
 from pydantic_core import ErrorDetails
 
@@ -40,8 +41,8 @@ from dsh.core.tools.types import ToolDefinition, ToolExecution
 
 M = TypeVar("M", bound=BaseModel)
 
-ToolReturn = str | list[ContentBlock]
-"""What an authored tool body returns: text, or content blocks passed through."""
+ToolReturn = str | Sequence[ContentBlock]
+"""What an authored tool body returns: text, or content blocks (a tuple or a list)."""
 
 _TYPE_NAMES: dict[str, str] = {
     "string_type": "a string",
@@ -157,16 +158,20 @@ def parse_model_args(model: type[M], args: object) -> M:
         raise ToolArgsError(violations) from error
 
 
-def as_content(tool: str, value: object) -> list[ContentBlock]:
-    """A body's return value as content: ``str`` → one text block, a list passes through.
+def as_content(tool: str, value: object) -> tuple[ContentBlock, ...]:
+    """A body's return value as content: ``str`` → one text block, a tuple passes through, a list becomes one.
 
     Raises ``TypeError`` for anything else.
     """
     if isinstance(value, str):
-        return [text(value)]
-    if isinstance(value, list):
+        return (text(value),)
+    if isinstance(value, tuple):
         return value
-    raise TypeError(f'tool "{tool}" returned {type(value).__name__}: return a str or a list of content blocks')
+    if isinstance(value, list):
+        return tuple(value)
+    raise TypeError(
+        f'tool "{tool}" returned {type(value).__name__}: return a str or a tuple (or list) of content blocks'
+    )
 
 
 # -------------------------------------------------------------------- authoring
@@ -176,16 +181,16 @@ def define_model_tool(
     args_model: type[M],
     execute: Callable[[M, ToolExecution], Awaitable[ToolReturn]],
     *,
-    strict: bool | None = None,
+    strict: bool | UnsetType = UNSET,
 ) -> ToolDefinition:
     """A tool whose arguments are ``args_model``; ``execute(parsed, execution)`` gets an instance.
 
     Invalid arguments raise :class:`ToolArgsError` before ``execute`` runs.
     ``strict`` is announced only when given. Raises ``ValueError`` for a recursive model.
     """
-    parameters = model_parameters(args_model, strict=bool(strict))
+    parameters = model_parameters(args_model, strict=strict is True)
 
-    async def run(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+    async def run(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         parsed = parse_model_args(args_model, args)
         return as_content(name, await execute(parsed, execution))
 
@@ -197,7 +202,7 @@ def tool_from_function(
     *,
     name: str | None = None,
     description: str | None = None,
-    strict: bool | None = None,
+    strict: bool | UnsetType = UNSET,
 ) -> ToolDefinition:
     """A tool from a typed ``async def``; its parameters are the tool's arguments.
 
@@ -238,9 +243,9 @@ def tool_from_function(
         fields[field] = (annotation, Field(default, alias=parameter.name))
         parameters[field] = parameter.name
     model: type[BaseModel] = create_model(f"{tool_name}_arguments", **fields)
-    schema = model_parameters(model, strict=bool(strict))
+    schema = model_parameters(model, strict=strict is True)
 
-    async def run(args: Any, execution: ToolExecution) -> list[ContentBlock]:
+    async def run(args: Any, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         parsed = parse_model_args(model, args)
         kwargs = {parameter: getattr(parsed, field) for field, parameter in parameters.items()}
         if execution_parameter is not None:

@@ -4,23 +4,26 @@ A tool may describe its calls and results for display (an ACP editor card, a
 terminal line). Presenters are pure and display-only: they run again when a
 session is replayed, so they must not act, and they never reach the model.
 
-``None`` means "absent" throughout: a front end omits a field that is None
-(ACP writes ``rawInput`` only when it is not None), so there is no way, and no
-need, to present an explicit JSON ``null``.
+The presentations are immutable values (frozen ``msgspec.Struct`` values, content
+as a tuple of blocks), built by the tool and read by front ends. They are display
+values, never written to the log or the wire as they are, so ``None`` means
+"absent" throughout: a front end omits a field that is None (ACP writes
+``rawInput`` only when it is not None), so there is no way, and no need, to
+present an explicit JSON ``null``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
+
+from msgspec import Struct
 
 from dsh.core.llm.types import ContentBlock
 
 ToolCallKind: TypeAlias = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "other"]
 
 
-@dataclass
-class ToolTerminal:
+class ToolTerminal(Struct, frozen=True):
     """A terminal card: the call side gives ``cwd``; the result side gives ``output``
     and, when known, exactly one of ``exit_code`` / ``signal``.
 
@@ -40,21 +43,19 @@ class ToolTerminal:
             )
 
 
-@dataclass
-class ToolCallPresentation:
+class ToolCallPresentation(Struct, frozen=True):
     """How to show a call; ``title`` is required, everything else optional (None = absent)."""
 
     title: str
     kind: ToolCallKind | None = None
     raw_input: Any = None
-    content: list[ContentBlock] | None = None
+    content: tuple[ContentBlock, ...] | None = None
     terminal: ToolTerminal | None = None
 
 
-@dataclass
-class ToolResultPresentation:
+class ToolResultPresentation(Struct, frozen=True):
     """How to show a result; None fields fall back to the raw result."""
 
     title: str | None = None
-    content: list[ContentBlock] | None = None
+    content: tuple[ContentBlock, ...] | None = None
     terminal: ToolTerminal | None = None

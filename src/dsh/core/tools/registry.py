@@ -5,11 +5,14 @@ Tool plugins register :class:`ToolDefinition` objects through their own context
 plugin's fiber, so unloading that plugin unregisters its tools. The registry feeds
 its schemas into the system prompt, and runs every call through the
 ``tools/execute`` waterfall, where sandbox, permission and hook plugins sit.
+
+Schemas and results are immutable values handed out as they are: each definition
+builds its :class:`~dsh.core.llm.ToolSchema` once (:attr:`ToolDefinition.schema`),
+and every caller shares it.
 """
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Generator
 from typing import Any, ClassVar
@@ -35,15 +38,7 @@ class ToolRegistry(Service):
     def __init__(self, ctx: Context, config: object = None) -> None:
         super().__init__(ctx, TOOLS)
         self._tools: dict[str, ToolDefinition] = {}
-        ctx[SYSTEM_PROMPT].tools(self._announce)
-
-    def _announce(self) -> list[ToolSchema]:
-        """What :meth:`schemas` returns, sharing each definition's ``parameters``.
-
-        Only for the system prompt, whose assembly deep-copies the ``parameters`` of
-        every schema a provider gives it: copying here as well would copy twice.
-        """
-        return [_allowlisted(tool, tool.parameters) for tool in self._tools.values()]
+        ctx[SYSTEM_PROMPT].tools(self.schemas)
 
     def register(self, definition: ToolDefinition) -> Effect:
         """Register ``definition`` until the returned effect (or the caller's fiber) is disposed.
@@ -75,12 +70,12 @@ class ToolRegistry(Service):
         return self._tools.get(name)
 
     def schemas(self) -> list[ToolSchema]:
-        """Model-facing schemas in registration order, built by allowlist.
+        """Model-facing schemas in registration order (a new list, shared values).
 
-        Each is ``{name, description, parameters[, strict]}`` with ``parameters``
-        deep-copied; presenters and ``execute`` never leak to the model.
+        Each is ``{name, description, parameters[, strict]}`` (see
+        :attr:`ToolDefinition.schema`); presenters and ``execute`` never reach the model.
         """
-        return [_allowlisted(tool, copy.deepcopy(tool.parameters)) for tool in self._tools.values()]
+        return [tool.schema for tool in self._tools.values()]
 
     async def execute(self, execution: ToolExecution) -> ToolExecutionResult:
         """Run one call through the ``tools/execute`` waterfall; never raises ``Exception``.
@@ -107,15 +102,11 @@ class ToolRegistry(Service):
             content = await tool.execute(execution.arguments, execution)
         except Exception as error:
             return tool_error_result(execution.call_id, error)
-        return ToolExecutionResult(call_id=execution.call_id, content=content, is_error=False)
-
-
-def _allowlisted(tool: ToolDefinition, parameters: dict[str, Any]) -> ToolSchema:
-    """The model-facing fields of ``tool``: ``{name, description, parameters[, strict]}``."""
-    schema: ToolSchema = {"name": tool.name, "description": tool.description, "parameters": parameters}
-    if tool.strict is not None:
-        schema["strict"] = tool.strict
-    return schema
+        return ToolExecutionResult(
+            call_id=execution.call_id,
+            content=content if type(content) is tuple else tuple(content),
+            is_error=False,
+        )
 
 
 TOOLS: ServiceKey[ToolRegistry] = ServiceKey("tools")

@@ -1,25 +1,26 @@
 """The tool vocabulary: definitions, executions and their results (SPEC §6.1).
 
-These are in-process dataclasses. :meth:`ToolExecutionResult.to_json` gives the
-wire shape ``{callId, content, isError[, error]}`` in that key order.
+:class:`ToolResult` and :class:`ToolExecutionResult` are immutable values (frozen
+``msgspec.Struct`` values, content as a tuple of blocks); encoded, a result is its wire
+shape ``{callId, content, isError[, error]}`` in that key order
+(``dsh.core.llm.encode`` / ``to_json``). :class:`ToolDefinition` holds callables, so
+it is a frozen dataclass; :class:`ToolExecution` stays mutable on purpose (a
+``tools/execute`` listener may rewrite it before delegating).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from functools import cached_property
+from typing import Any
 
-from dsh.core.llm.types import ContentBlock
+from msgspec import UNSET, Struct, UnsetType
+
+from dsh.core.llm.types import CallId, ContentBlock, ToolSchema
+from dsh.core.session.types import ToolErrorInfo
 from dsh.core.tools.presentation import ToolCallPresentation, ToolResultPresentation
 from dsh.kernel import AbortSignal
-
-
-class ToolErrorInfo(TypedDict):
-    """The structured part of a failure caused by a ``HarnessError``: its class name and code."""
-
-    name: str
-    code: str
 
 
 @dataclass
@@ -32,23 +33,38 @@ class ToolExecution:
     Listeners of ``tools/execute`` may mutate the execution before calling ``next()``.
     """
 
-    call_id: str
+    call_id: CallId
     name: str
     arguments: Any
     agent: object | None = None
     signal: AbortSignal | None = None
 
 
-@dataclass
-class ToolResult:
+class ToolResult(Struct, frozen=True, rename="camel"):
     """What ``present_result`` receives: the result content and whether it is an error."""
 
-    content: list[ContentBlock]
+    content: tuple[ContentBlock, ...]
     is_error: bool
 
 
-ToolExecute = Callable[[Any, ToolExecution], Awaitable[list[ContentBlock]]]
-"""``execute(arguments, execution) -> content``; a raise becomes an error result."""
+class ToolExecutionResult(Struct, frozen=True, rename="camel"):
+    """The outcome of one call. ``error`` is set only when a ``HarnessError`` caused the failure.
+
+    A ``tools/execute`` listener that wants a different outcome returns a new value
+    (``msgspec.structs.replace(result, ...)``); results are never edited in place.
+    """
+
+    call_id: CallId
+    content: tuple[ContentBlock, ...]
+    is_error: bool
+    error: ToolErrorInfo | UnsetType = UNSET
+
+
+ToolExecute = Callable[[Any, ToolExecution], Awaitable[Sequence[ContentBlock]]]
+"""``execute(arguments, execution) -> content``; a raise becomes an error result.
+
+The content may be a tuple or a list; the registry stores it as a tuple.
+"""
 
 PresentCall = Callable[[Any], ToolCallPresentation | None]
 """``present_call(arguments)``: pure display hook; None means "present generically"."""
@@ -57,13 +73,14 @@ PresentResult = Callable[[Any, ToolResult], ToolResultPresentation | None]
 """``present_result(arguments, result)``: pure display hook; None means "show the raw result"."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolDefinition:
     """A tool: its model-facing schema plus how to run and present it.
 
-    ``parameters`` is a JSON Schema object. ``strict`` is announced to the model
-    only when it is not None. ``execute`` / ``present_call`` / ``present_result``
-    never reach the model.
+    ``parameters`` is a JSON Schema object, shared with every schema announced for
+    the tool (do not mutate it once defined). ``strict`` is announced to the model
+    only when set. ``execute`` / ``present_call`` / ``present_result`` never reach
+    the model.
     """
 
     name: str
@@ -72,21 +89,12 @@ class ToolDefinition:
     execute: ToolExecute
     present_call: PresentCall | None = None
     present_result: PresentResult | None = None
-    strict: bool | None = None
+    strict: bool | UnsetType = UNSET
 
+    @cached_property
+    def schema(self) -> ToolSchema:
+        """The model-facing part, built by allowlist: ``{name, description, parameters[, strict]}``.
 
-@dataclass
-class ToolExecutionResult:
-    """The outcome of one call. ``error`` is set only when a ``HarnessError`` caused the failure."""
-
-    call_id: str
-    content: list[ContentBlock]
-    is_error: bool
-    error: ToolErrorInfo | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The wire shape ``{callId, content, isError[, error]}``; ``error`` absent when None."""
-        value: dict[str, Any] = {"callId": self.call_id, "content": self.content, "isError": self.is_error}
-        if self.error is not None:
-            value["error"] = self.error
-        return value
+        Built once per definition and shared by every caller (it is immutable).
+        """
+        return ToolSchema(name=self.name, description=self.description, parameters=self.parameters, strict=self.strict)

@@ -7,7 +7,24 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 
-from dsh.core.llm import GenerateOptions, LlmAdapter, Message, StreamChunk, TokenUsage
+from dsh.core.llm import (
+    BlockEndChunk,
+    BlockStartChunk,
+    FinishChunk,
+    GenerateOptions,
+    LlmAdapter,
+    Message,
+    StopFinish,
+    StreamChunk,
+    TextBlock,
+    TextDeltaChunk,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    UsageChunk,
+    to_json,
+)
 from dsh.plugins.demo.script import (
     announce,
     command_of,
@@ -27,9 +44,13 @@ def _pieces(value: str) -> list[str]:
 
 
 def _usage(messages: Sequence[Message], answer: str) -> TokenUsage:
-    """A deterministic estimate: about four characters of JSON content a token (nothing is billed)."""
-    read = sum(len(json.dumps(message["content"], ensure_ascii=False)) for message in messages)
-    return {"inputTokens": -(-read // 4), "outputTokens": -(-len(answer) // 4)}
+    """A deterministic estimate: about four characters of JSON content a token (nothing is billed).
+
+    The JSON is spelled as ``json.dumps`` does by default (``", "`` and ``": "``), so the
+    figures stay those of earlier versions.
+    """
+    read = sum(len(json.dumps(to_json(message.content), ensure_ascii=False)) for message in messages)
+    return TokenUsage(input_tokens=-(-read // 4), output_tokens=-(-len(answer) // 4))
 
 
 class DemoModel(LlmAdapter):
@@ -52,23 +73,19 @@ class DemoModel(LlmAdapter):
         """The whole answer to ``messages`` as chunks (see :mod:`dsh.plugins.demo.script`)."""
         result = last_tool_result(messages)
         if result is not None:
-            summary = summarize_result(result, command_of(messages, result["toolCallId"]))
-            return [*_text_chunks(summary), {"type": "usage", "usage": _usage(messages, summary)}, _finish("stop")]
+            summary = summarize_result(result, command_of(messages, result.tool_call_id))
+            return [*_text_chunks(summary), UsageChunk(usage=_usage(messages, summary)), FinishChunk(reason=_STOP)]
         call = plan_command(latest_prompt(messages))
         intro = announce(call)
         call_id = f"demo-call-{count_tool_calls(messages) + 1}"
         arguments = call.arguments()
         return [
             *_text_chunks(intro),
-            {"type": "block-start", "index": 1, "blockType": "tool-call"},
-            {"type": "tool-call-delta", "index": 1, "id": call_id, "name": "bash", "argumentsDelta": arguments},
-            {
-                "type": "block-end",
-                "index": 1,
-                "block": {"type": "tool-call", "id": call_id, "name": "bash", "arguments": arguments},
-            },
-            {"type": "usage", "usage": _usage(messages, intro + arguments)},
-            _finish("tool-calls"),
+            BlockStartChunk(index=1, block_type="tool-call"),
+            ToolCallDeltaChunk(index=1, id=call_id, name="bash", arguments_delta=arguments),
+            BlockEndChunk(index=1, block=ToolCallBlock(id=call_id, name="bash", arguments=arguments)),
+            UsageChunk(usage=_usage(messages, intro + arguments)),
+            FinishChunk(reason=_TOOL_CALLS),
         ]
 
     @staticmethod
@@ -81,14 +98,12 @@ class DemoModel(LlmAdapter):
             yield chunk
 
 
+_STOP = StopFinish()
+_TOOL_CALLS = ToolCallsFinish()
+
+
 def _text_chunks(value: str) -> list[StreamChunk]:
-    chunks: list[StreamChunk] = [{"type": "block-start", "index": 0, "blockType": "text"}]
-    chunks.extend({"type": "text-delta", "index": 0, "text": piece} for piece in _pieces(value))
-    chunks.append({"type": "block-end", "index": 0, "block": {"type": "text", "text": value}})
+    chunks: list[StreamChunk] = [BlockStartChunk(index=0, block_type="text")]
+    chunks.extend(TextDeltaChunk(index=0, text=piece) for piece in _pieces(value))
+    chunks.append(BlockEndChunk(index=0, block=TextBlock(text=value)))
     return chunks
-
-
-def _finish(kind: str) -> StreamChunk:
-    if kind == "stop":
-        return {"type": "finish", "reason": {"kind": "stop"}}
-    return {"type": "finish", "reason": {"kind": "tool-calls"}}

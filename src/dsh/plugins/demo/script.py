@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh.core.llm import ContentBlock, Message, ToolResultBlock, text_of
+from dsh.core.llm import ContentBlock, Message, TextBlock, ToolCallBlock, ToolResultBlock, text_of
 from dsh.core.session import dumps_json
 
 LABEL = "[demo model]"
@@ -55,7 +55,7 @@ def plan_command(prompt: str) -> PlannedCall:
 
 
 def _texts(content: Sequence[ContentBlock]) -> list[str]:
-    return [block["text"] for block in content if block["type"] == "text"]
+    return [block.text for block in content if type(block) is TextBlock]
 
 
 def latest_prompt(messages: Sequence[Message]) -> str:
@@ -65,7 +65,7 @@ def latest_prompt(messages: Sequence[Message]) -> str:
     ``<steering ...>``) and is skipped, as are messages without text; ``""`` when none is left.
     """
     for message in reversed(messages):
-        texts = _texts(message["content"]) if message["role"] == "user" else []
+        texts = _texts(message.content) if message.role == "user" else []
         if texts and not texts[0].startswith("<"):
             return texts[0]
     return ""
@@ -76,8 +76,8 @@ def last_tool_result(messages: Sequence[Message]) -> ToolResultBlock | None:
     if not messages:
         return None
     found: ToolResultBlock | None = None
-    for block in messages[-1]["content"]:
-        if block["type"] == "tool-result":
+    for block in messages[-1].content:
+        if type(block) is ToolResultBlock:
             found = block
     return found
 
@@ -85,10 +85,10 @@ def last_tool_result(messages: Sequence[Message]) -> ToolResultBlock | None:
 def command_of(messages: Sequence[Message], call_id: str) -> str | None:
     """The ``command`` argument of the tool call ``call_id`` in the history, if readable."""
     for message in reversed(messages):
-        for block in message["content"]:
-            if block["type"] == "tool-call" and block["id"] == call_id:
+        for block in message.content:
+            if type(block) is ToolCallBlock and block.id == call_id:
                 try:
-                    arguments = json.loads(block["arguments"])
+                    arguments = json.loads(block.arguments)
                 except ValueError:
                     return None
                 command = arguments.get("command") if isinstance(arguments, dict) else None
@@ -98,7 +98,7 @@ def command_of(messages: Sequence[Message], call_id: str) -> str | None:
 
 def count_tool_calls(messages: Sequence[Message]) -> int:
     """How many tool calls the history holds (the next call id is numbered after them)."""
-    return sum(1 for message in messages for block in message["content"] if block["type"] == "tool-call")
+    return sum(1 for message in messages for block in message.content if type(block) is ToolCallBlock)
 
 
 def announce(call: PlannedCall) -> str:
@@ -109,8 +109,8 @@ def announce(call: PlannedCall) -> str:
 def summarize_result(result: ToolResultBlock, command: str | None) -> str:
     """A short report on ``result``: the exit, the line count and the last lines of output."""
     what = f"`{command}`" if command is not None else "The command"
-    output = text_of(result["content"])
-    if result.get("isError") is True:
+    output = text_of(result.content)
+    if result.is_error is True:
         return f"{LABEL} The bash tool could not run {what}: {output.strip() or 'no details'}"
     status = "finished"
     marker = _END_MARKER.search(output)

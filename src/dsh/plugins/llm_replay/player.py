@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
-from dsh.core.errors import HarnessError, LlmError
-from dsh.core.llm import StreamChunk
+from dsh.core.errors import HarnessError, LlmError, assert_never
+from dsh.core.llm import UNSET, BlockStartChunk, StreamChunk, TextDeltaChunk
 from dsh.kernel import AbortSignal
-from dsh.plugins.llm_replay.entries import ReplayEntry
+from dsh.plugins.llm_replay.entries import ChunksEntry, HangEntry, ReplayEntry, ThrowEntry
+
+_HANG_START = BlockStartChunk(index=0, block_type="text")
+_HANG_DELTA = TextDeltaChunk(index=0, text="partial")
 
 
 def _aborted() -> HarnessError:
@@ -24,7 +27,8 @@ async def play_entry(
     before each chunk and raise ``HarnessError("aborted", "ABORTED")`` once it has
     fired; a ``throw`` entry then raises its ``LlmError``. A ``hang`` entry streams
     its two chunks, then waits for ``signal`` (returning at once if it already fired;
-    forever, until cancelled, without one) and raises ``ABORTED``.
+    forever, until cancelled, without one) and raises ``ABORTED``. Anything else in
+    the script raises through :func:`~dsh.core.errors.assert_never` (``UNREACHABLE``).
     """
     if index >= len(script):
         raise HarnessError(
@@ -34,14 +38,18 @@ async def play_entry(
         )
     waiter = signal if signal is not None else AbortSignal()  # no signal: only cancellation ends a hang
     entry = script[index]
-    if entry["kind"] == "hang":
-        yield {"type": "block-start", "index": 0, "blockType": "text"}
-        yield {"type": "text-delta", "index": 0, "text": "partial"}
-        await waiter.wait()
-        raise _aborted()
-    for chunk in entry["chunks"]:
-        if waiter.aborted:
+    match entry:
+        case HangEntry():
+            yield _HANG_START
+            yield _HANG_DELTA
+            await waiter.wait()
             raise _aborted()
-        yield chunk
-    if entry["kind"] == "throw":
-        raise LlmError(entry["message"], entry["code"], entry.get("status"))
+        case ChunksEntry() | ThrowEntry():
+            for chunk in entry.chunks:
+                if waiter.aborted:
+                    raise _aborted()
+                yield chunk
+            if isinstance(entry, ThrowEntry):
+                raise LlmError(entry.message, entry.code, entry.status if entry.status is not UNSET else None)
+        case _:
+            assert_never(entry, "llm-replay replay entry")

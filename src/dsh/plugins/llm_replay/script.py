@@ -1,28 +1,29 @@
 """From a recorded session log (or a sidecar override) to a replay script (SPEC §12).
 
-* :func:`parse_session_log` -- JSONL text to events (the header line dropped);
+* :func:`parse_session_log` -- JSONL text to typed events (the header line dropped);
 * :func:`derive_replay_script` -- ``assistant/chunk`` events to one ``chunks`` entry
   per model call;
 * :func:`load_replay_script` -- a fixture path (plus an optional override path) to
   the script, eagerly.
 
-Every failure is a ``HarnessError`` whose message starts ``llm-replay:`` and says
-what to do: codes ``MALFORMED`` (bad JSON or shape), ``REPLAY_FIXTURE_NOT_FOUND``,
-``REPLAY_IO`` (unreadable file) and ``REPLAY_NEEDS_OVERRIDE`` (a recorded model call
-that raised instead of finishing, which a log alone cannot replay).
+Every line and entry is decoded once, here, into the typed values. Every failure is a
+``HarnessError`` whose message starts ``llm-replay:`` and says what to do: codes
+``MALFORMED`` (bad JSON or shape), ``UNREACHABLE`` (an override entry of unknown kind),
+``REPLAY_FIXTURE_NOT_FOUND``, ``REPLAY_IO`` (unreadable file) and
+``REPLAY_NEEDS_OVERRIDE`` (a recorded model call that raised instead of finishing,
+which a log alone cannot replay).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Mapping
-from typing import TypeAlias, cast
+from collections.abc import Iterable
+from typing import Any, TypeAlias
 
 from dsh.core.errors import HarnessError
-from dsh.core.llm import StreamChunk
-from dsh.core.session import SessionEvent
-from dsh.plugins.llm_replay.entries import ReplayEntry, is_int, malformed, parse_chunk, parse_replay_entry, shown
+from dsh.core.llm import FinishChunk, StreamChunk, decode
+from dsh.core.session import AssistantChunkEvent, SessionEvent, parse_session_event_line
+from dsh.plugins.llm_replay.entries import ChunksEntry, ReplayEntry, parse_replay_entry
 
 StrPath: TypeAlias = str | os.PathLike[str]
 
@@ -34,68 +35,58 @@ def parse_session_log(text: str, origin: str = "session log") -> list[SessionEve
     """The events of a session JSONL text, in order.
 
     Splits on ``\\n``, drops blank (whitespace-only) lines, drops the first remaining
-    line (the header) and decodes the rest. ``origin`` names the text in errors.
-    Raises ``MALFORMED`` for a line that is not a JSON object.
+    line (the header) and decodes the rest as typed events (an event type this
+    version does not define becomes an ``UntypedEvent``). ``origin`` names the text in
+    errors. Raises ``MALFORMED`` naming the line for one that is not a valid event.
     """
     numbered = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
     events: list[SessionEvent] = []
     for number, line in numbered[1:]:
-        where = f"{origin} line {number}"
         try:
-            value = json.loads(line)
-        except ValueError as error:
+            events.append(parse_session_event_line(line))
+        except HarnessError as error:
             raise HarnessError(
-                f"llm-replay: {where} is not valid JSON ({error}); re-record the scenario", "MALFORMED", cause=error
+                f"llm-replay: {origin} line {number}: {error.message}; re-record the scenario",
+                "MALFORMED",
+                cause=error,
             ) from error
-        if not isinstance(value, dict):
-            raise malformed(where, f"a session event must be a JSON object (got {shown(value)})")
-        events.append(cast(SessionEvent, value))
     return events
 
 
-def _chunk_of(event: Mapping[str, object], position: int) -> tuple[int, int, StreamChunk]:
-    where = f"assistant/chunk event [{position}]"
-    data = event.get("data")
-    if isinstance(data, Mapping):
-        turn, step = data.get("turn"), data.get("step")
-        if is_int(turn) and is_int(step) and "chunk" in data:
-            return turn, step, parse_chunk(data["chunk"], where)
-    raise malformed(where, f'its data needs integer "turn" and "step" and a "chunk" (got {shown(data)})')
-
-
-def _closed(turn: int, step: int, chunks: list[StreamChunk]) -> ReplayEntry:
-    if chunks[-1]["type"] != "finish":
+def _closed(key: tuple[int, int], chunks: list[StreamChunk]) -> ReplayEntry:
+    if type(chunks[-1]) is not FinishChunk:
+        turn, step = key
         raise HarnessError(
             f"llm-replay: model call {turn}/{step} ended without a finish chunk (a thrown stream); "
             f"this scenario needs a {OVERRIDE_FILE_NAME} sidecar",
             "REPLAY_NEEDS_OVERRIDE",
         )
-    return {"kind": "chunks", "chunks": chunks}
+    return ChunksEntry(chunks=tuple(chunks))
 
 
-def derive_replay_script(events: Iterable[Mapping[str, object]]) -> list[ReplayEntry]:
+def derive_replay_script(events: Iterable[SessionEvent]) -> list[ReplayEntry]:
     """One ``chunks`` entry per recorded model call, in log order.
 
     Only ``assistant/chunk`` events count. Consecutive chunks with the same
     ``(turn, step)`` form one call; a change of key starts the next. Each call must
     end with a ``finish`` chunk (an in-band error finish is fine: it replays as
     recorded), else ``REPLAY_NEEDS_OVERRIDE`` names the ``<turn>/<step>``. No chunk
-    events give ``[]``. ``position`` in ``MALFORMED`` messages is the event's index.
+    events give ``[]``.
     """
     script: list[ReplayEntry] = []
     key: tuple[int, int] | None = None
     group: list[StreamChunk] = []
-    for position, event in enumerate(events):
-        if event.get("type") != "assistant/chunk":
+    for event in events:
+        if type(event) is not AssistantChunkEvent:
             continue
-        turn, step, chunk = _chunk_of(event, position)
-        if key != (turn, step):
+        data = event.data
+        if key != (data.turn, data.step):
             if key is not None:
-                script.append(_closed(*key, group))
-            key, group = (turn, step), []
-        group.append(chunk)
+                script.append(_closed(key, group))
+            key, group = (data.turn, data.step), []
+        group.append(data.chunk)
     if key is not None:
-        script.append(_closed(*key, group))
+        script.append(_closed(key, group))
     return script
 
 
@@ -112,11 +103,14 @@ def _read(path: str) -> str:
 
 
 def _load_override(path: str) -> list[ReplayEntry]:
+    text = _read(path)
     try:
-        value = json.loads(_read(path))
-    except ValueError as error:
+        value: Any = decode(text, Any, "override")
+    except HarnessError as error:
         raise HarnessError(
-            f"llm-replay: override {path} is not valid JSON ({error}); fix or delete it", "MALFORMED", cause=error
+            f"llm-replay: override {path} is not valid JSON ({error.message}); fix or delete it",
+            "MALFORMED",
+            cause=error,
         ) from error
     if not isinstance(value, list):
         raise HarnessError(f"llm-replay: override is not a JSON array: {path}", "MALFORMED")

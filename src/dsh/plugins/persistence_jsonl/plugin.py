@@ -19,11 +19,13 @@ from dsh.core.persistence import (
     PersistenceError,
     StoredPrefix,
     WriterLocks,
-    escape_lone_surrogates,
+    cwd_of,
+    event_text,
+    header_text,
     make_private_dirs,
     run_blocking,
 )
-from dsh.core.session import SessionEvent, SessionHeader, header_line
+from dsh.core.session import SessionEvent, SessionHeader
 from dsh.kernel import Context
 from dsh.plugins.persistence_jsonl.files import (
     append_durably,
@@ -49,12 +51,13 @@ class JsonlConfig(BaseModel):
 
 
 def _encode_lines(lines: Sequence[str]) -> bytes:
-    """The UTF-8 bytes of ``lines`` (serialized JSON, at least one), each ending in a newline."""
-    text = "\n".join(lines) + "\n"
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: write it as a JSON escape
-        return escape_lone_surrogates(text).encode("utf-8")
+    """The UTF-8 bytes of ``lines`` (storage JSON text, at least one), each ending in a newline."""
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _event_lines(events: Iterable[SessionEvent]) -> builtins.list[str]:
+    """The JSONL line of each event: each event encoded once, here."""
+    return [event_text(event) for event in events]
 
 
 class SessionPersistenceJsonl(CoordinatedPersistence):
@@ -224,7 +227,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
         ``headers`` are what :meth:`list` returned. Blocking (a directory scan).
         """
-        listed = {log_path(self.root, header.get("cwd"), header["id"]) for header in headers}
+        listed = {log_path(self.root, cwd_of(header), header.id) for header in headers}
         with self._storage("listing sessions"):
             found = [
                 entry.path
@@ -278,28 +281,28 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         if not materialized:
             await self._append(meta, events, materialized, sync=False)
             return
-        id = meta["id"]
-        data = _encode_lines(self.encoded_batch(events).lines())
-        self._write_batch(id, log_path(self.root, meta.get("cwd"), id), data, True, sync=False)
+        id = meta.id
+        data = _encode_lines(_event_lines(events))
+        self._write_batch(id, log_path(self.root, cwd_of(meta), id), data, True, sync=False)
 
     async def sync_log(self, meta: SessionHeader) -> None:
-        id = meta["id"]
-        await run_blocking(None, partial(self._sync, id, log_path(self.root, meta.get("cwd"), id)))
+        id = meta.id
+        await run_blocking(None, partial(self._sync, id, log_path(self.root, cwd_of(meta), id)))
 
     async def _append(
         self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool, sync: bool
     ) -> None:
-        id = meta["id"]
-        path = log_path(self.root, meta.get("cwd"), id)
-        lines = self.encoded_batch(events).lines()
+        id = meta.id
+        path = log_path(self.root, cwd_of(meta), id)
+        lines = _event_lines(events)
         if not materialized:
-            lines.insert(0, header_line(meta))
+            lines.insert(0, header_text(meta))
         await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized, sync))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
-        id = meta["id"]
-        path = log_path(self.root, meta.get("cwd"), id)
-        data = _encode_lines(self.encoded_batch(closers).lines()) if closers else b""
+        id = meta.id
+        path = log_path(self.root, cwd_of(meta), id)
+        data = _encode_lines(_event_lines(closers)) if closers else b""
         await run_blocking(None, partial(self._repair, id, path, torn_marker, data))
 
     async def delete_stored(self, id: str) -> None:

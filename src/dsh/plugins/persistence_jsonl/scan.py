@@ -6,8 +6,8 @@ last ``turn/end`` that are damaged or out of sequence. Those are dropped (and la
 truncated away). Damage at or before the last parseable ``turn/end`` is committed
 history and is never silently dropped: :func:`scan_log` raises instead.
 
-Each line is decoded once and its event checked in place, in bulk (see
-:func:`~dsh.core.persistence.parse_event_lines`).
+Each line is decoded once into its typed event, validated in the same pass, in bulk
+(see :func:`~dsh.core.persistence.parse_event_lines`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ NOT_A_HEADER = "corrupt session log: first line is not a session header"
 class LogScan:
     """The readable part of a log.
 
-    ``events`` is the longest contiguous prefix (``events[i]["seq"] == i``) and
+    ``events`` is the longest contiguous prefix (``events[i].seq == i``) and
     ``committed_bytes`` the UTF-8 byte length of the file up to and including the last
     preserved line (the header line when no event is preserved).
     """
@@ -38,7 +38,7 @@ class LogScan:
 
 def _header_from_text(text: str) -> SessionHeader:
     try:
-        value = loads_stored_json(text)
+        value = loads_stored_json(text)  # one line: lone surrogate escapes allowed
     except (ValueError, RecursionError) as error:
         raise PersistenceError("corrupt session log: header line is not valid JSON", "CORRUPT_LOG", error) from error
     if not isinstance(value, dict) or value.get("type") != "session":
@@ -93,8 +93,7 @@ def scan_log(buffer: bytes, path: str | None = None) -> LogScan:
     Lines are the ``\\n``-terminated pieces; a trailing piece without ``\\n`` is never an
     event. Raises :class:`PersistenceError` (``CORRUPT_LOG``) for a log without a
     complete first line, a bad header, or an unparseable line or seq gap at or before
-    the last parseable ``turn/end`` (committed history is damaged). The events returned
-    are fresh and belong to the caller.
+    the last parseable ``turn/end`` (committed history is damaged).
     """
     lines = _split_lines(buffer)
     if not lines:
@@ -109,7 +108,7 @@ def scan_log(buffer: bytes, path: str | None = None) -> LogScan:
         if isinstance(item, Exception):
             raise PersistenceError(f"corrupt session log: unparsable committed event at {where}", "CORRUPT_LOG", item)
         raise PersistenceError(
-            f"corrupt session log: seq gap in committed region at {where} (expected {bad}, got {item['seq']})",
+            f"corrupt session log: seq gap in committed region at {where} (expected {bad}, got {item.seq})",
             "CORRUPT_LOG",
         )
     if bad == len(parsed):

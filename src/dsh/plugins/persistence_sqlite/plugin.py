@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TypeAlias, TypeVar, cast
 
+from msgspec import UNSET
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.core.persistence import (
@@ -19,7 +20,8 @@ from dsh.core.persistence import (
     PersistenceError,
     StoredPrefix,
     WriterLocks,
-    escape_lone_surrogates,
+    cwd_of,
+    data_text,
     make_private_dirs,
     paused_gc,
     run_blocking,
@@ -52,21 +54,23 @@ class SqliteConfig(BaseModel):
 
 
 def _header(id: str, version: int, created_at: int, cwd: str | None, parent: str | None) -> SessionHeader:
-    header: SessionHeader = {"version": version, "id": id, "createdAt": created_at}
-    if cwd is not None:
-        header["cwd"] = cwd
-    if parent is not None:
-        header["parentSession"] = parent
-    return header
+    """The header of a ``sessions`` row (a NULL column is an absent field)."""
+    return SessionHeader(
+        version=version,
+        id=id,
+        created_at=created_at,
+        cwd=UNSET if cwd is None else cwd,
+        parent_session=UNSET if parent is None else parent,
+    )
 
 
 _Row: TypeAlias = tuple[str, int, str, int, str]
 """An ``events`` row to insert: ``(session_id, seq, type, time, data)``."""
 
 
-def _rows(id: str, records: Iterable[tuple[str, int, int, str]]) -> list[_Row]:
-    """The ``events`` rows of encoded events ``(type, seq, time, data)`` (see ``encoded_batch``)."""
-    return [(id, seq, kind, time, escape_lone_surrogates(data)) for kind, seq, time, data in records]
+def _rows(id: str, events: Iterable[SessionEvent]) -> list[_Row]:
+    """The ``events`` rows of ``events``: each event's ``data`` encoded once, here."""
+    return [(id, event.seq, event.type, event.time, data_text(event)) for event in events]
 
 
 class SessionPersistenceSqlite(CoordinatedPersistence):
@@ -172,7 +176,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
 
         The next commit at the default ``FULL`` level syncs the WAL, earlier frames included.
         """
-        id = meta["id"]
+        id = meta.id
         if not sync:
             self.db.execute("PRAGMA synchronous = NORMAL")
         try:
@@ -180,7 +184,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                 if not materialized:
                     db.execute(
                         _UPSERT_SESSION,
-                        (id, meta["version"], meta["createdAt"], meta.get("cwd"), meta.get("parentSession")),
+                        (id, meta.version, meta.created_at, cwd_of(meta), meta.parent_session or None),
                     )
                 db.executemany(_INSERT_EVENT, rows)
         finally:
@@ -219,24 +223,21 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         return await self._run(f'reading session "{id}"', partial(self._read, id))
 
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
-        rows = _rows(meta["id"], self.encoded_batch(events).records)
-        await self._run(f'writing session "{meta["id"]}"', partial(self._write_batch, meta, rows, materialized))
+        rows = _rows(meta.id, events)
+        await self._run(f'writing session "{meta.id}"', partial(self._write_batch, meta, rows, materialized))
 
     async def write_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
-        rows = _rows(meta["id"], self.encoded_batch(events).records)
+        rows = _rows(meta.id, events)
         work = partial(self._write_batch, meta, rows, materialized, False)
-        await self._run(f'writing session "{meta["id"]}"', work)
+        await self._run(f'writing session "{meta.id}"', work)
 
     async def sync_log(self, meta: SessionHeader) -> None:
         """Checkpoint the WAL into the database file (synced), covering every unsynced commit."""
-        await self._run(f'syncing session "{meta["id"]}"', partial(self._sync, meta["id"]))
+        await self._run(f'syncing session "{meta.id}"', partial(self._sync, meta.id))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
-        id = meta["id"]
-        await self._run(
-            f'repairing session "{id}"',
-            partial(self._repair, id, torn_marker, _rows(id, self.encoded_batch(closers).records)),
-        )
+        id = meta.id
+        await self._run(f'repairing session "{id}"', partial(self._repair, id, torn_marker, _rows(id, closers)))
 
     async def delete_stored(self, id: str) -> None:
         await self._run(f'deleting session "{id}"', partial(self._delete, id))

@@ -32,10 +32,9 @@ def scan_rows(rows: Sequence[EventRow]) -> RowScan:
     """Scan ``rows`` (ordered by seq) into the preserved prefix and the torn tail.
 
     Raises :class:`PersistenceError` (``CORRUPT_LOG``) for unparseable ``data`` or a
-    seq gap at or before the last parseable ``turn/end`` row. Each row's ``data`` is
-    decoded once and its event checked in place, in bulk (see
-    :func:`~dsh.core.persistence.parse_event_rows`); the events returned belong to the
-    caller.
+    seq gap at or before the last parseable ``turn/end`` row. Each row is decoded once
+    into its typed event, validated in the same pass, in bulk (see
+    :func:`~dsh.core.persistence.parse_event_rows`).
     """
     parsed = parse_event_rows(rows)
     bad, committed = torn_tail(parsed)  # bad: the first row that is unparseable or out of sequence

@@ -14,7 +14,8 @@ from typing import NotRequired, Required, TypedDict, cast
 from dsh.core.agent import Agent
 from dsh.core.bash import BashExecRequest, BashExecutor, BashTask
 from dsh.core.errors import HarnessError, error_code
-from dsh.core.llm import ContentBlock, text
+from dsh.core.llm import ContentBlock, PluginSource, TextBlock, text
+from dsh.core.session import SessionHeader
 from dsh.core.tools import (
     SchemaSpec,
     ToolCallPresentation,
@@ -78,9 +79,9 @@ def _invalid(message: str) -> HarnessError:
 
 
 def session_cwd(agent: object | None) -> str | None:
-    """The calling agent's session workspace (``session.header["cwd"]``), if it has one."""
+    """The calling agent's session workspace (``session.header.cwd``), if it has one."""
     header = getattr(getattr(agent, "session", None), "header", None)
-    cwd = header.get("cwd") if isinstance(header, dict) else None
+    cwd = header.cwd if isinstance(header, SessionHeader) else None
     return cwd if isinstance(cwd, str) and cwd else None
 
 
@@ -119,7 +120,7 @@ def present_bash_call(args: BashArgs) -> ToolCallPresentation:
         title=command_title(command),
         kind="execute",
         raw_input=command,
-        content=[text(description)] if description else None,
+        content=(text(description),) if description else None,
         terminal=None if background else ToolTerminal(cwd=args.get("workdir")),
     )
 
@@ -130,10 +131,10 @@ def present_bash_result(args: BashArgs, result: ToolResult) -> ToolResultPresent
     if len(result.content) != 1:
         return None
     block = result.content[0]
-    if block["type"] != "text":
+    if type(block) is not TextBlock:
         return None
-    raw = block["text"]
-    content: list[ContentBlock] = [text("```console\n" + raw.rstrip("\n") + "\n```")]
+    raw = block.text
+    content = (text("```console\n" + raw.rstrip("\n") + "\n```"),)
     if args.get("run_in_background") is True or result.is_error:
         return ToolResultPresentation(content=content)
     status = parse_exit_status(raw)
@@ -188,7 +189,7 @@ class BashTools:
         ]
 
     # ------------------------------------------------------------------- tools
-    async def run(self, args: BashArgs, execution: ToolExecution) -> list[ContentBlock]:
+    async def run(self, args: BashArgs, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         command = args["command"]
         if not command.strip():
             raise _invalid("invalid command: expected a non-empty string")
@@ -205,13 +206,13 @@ class BashTools:
             task = self.bash.start(self.bash.resolve(request))
             if execution.agent is not None:
                 self.owners[task.id] = execution.agent
-            return [text(f"started background task {task.id}")]
+            return (text(f"started background task {task.id}"),)
         result = await self.bash.run(self.bash.resolve(request))
         if result.aborted:
             raise HarnessError("command aborted", "ABORTED")
-        return [text(render_result(result))]
+        return (text(render_result(result)),)
 
-    async def output(self, args: TaskArgs, execution: ToolExecution) -> list[ContentBlock]:
+    async def output(self, args: TaskArgs, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         task_id = self._task_id(args, execution)
         read = self.bash.read_output(task_id)
         body = read.delta or "(no new output)"
@@ -219,13 +220,13 @@ class BashTools:
             paths = [path for path in (read.stdout_spill_path, read.stderr_spill_path) if path is not None]
             where = ", ".join(paths) or "(unavailable)"
             body += f"\n[some output was dropped from memory; full output: {where}]"
-        return [text(f"{body}\n{status_line(read.task)}")]
+        return (text(f"{body}\n{status_line(read.task)}"),)
 
-    async def kill(self, args: TaskArgs, execution: ToolExecution) -> list[ContentBlock]:
+    async def kill(self, args: TaskArgs, execution: ToolExecution) -> tuple[ContentBlock, ...]:
         task_id = self._task_id(args, execution)
         if self.bash.kill(task_id):
-            return [text(f"killed background task {task_id}")]
-        return [text(f"task {task_id} had already finished")]
+            return (text(f"killed background task {task_id}"),)
+        return (text(f"task {task_id} had already finished"),)
 
     def _task_id(self, args: TaskArgs, execution: ToolExecution) -> str:
         task_id = args["task_id"]
@@ -247,7 +248,7 @@ class BashTools:
             return
         notice = f"background bash task {task.id} finished {status_line(task)}. Read its output with bash_output."
         try:
-            cast(Agent, owner).inject([text(notice)], source={"kind": "plugin", "plugin": PLUGIN_NAME})
+            cast(Agent, owner).inject((text(notice),), source=PluginSource(plugin=PLUGIN_NAME))
         except Exception as error:
             if error_code(error) != "DISPOSED":
                 raise

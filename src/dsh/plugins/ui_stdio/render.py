@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dsh.core.llm import StreamChunk, text_of
-from dsh.core.session import SessionEvent
+from dsh.core.llm import ReasoningDeltaChunk, StreamChunk, TextDeltaChunk, text_of
+from dsh.core.session import SessionEvent, SteeringMessageEvent, ToolCallEvent, ToolResultEvent
 
 DIM = "\x1b[2m"
 """SGR "faint": starts a reasoning run."""
@@ -42,14 +42,14 @@ class Renderer:
 
     def chunk(self, chunk: StreamChunk) -> None:
         """``agent/stream-chunk``: reasoning is dimmed, text is written verbatim."""
-        if chunk["type"] == "reasoning-delta":
+        if type(chunk) is ReasoningDeltaChunk:
             if not self._dim:
                 self._dim = True
                 self._write(DIM)
-            self._write(chunk["text"])
-        elif chunk["type"] == "text-delta":
+            self._write(chunk.text)
+        elif type(chunk) is TextDeltaChunk:
             self._undim("\n")
-            self._write(chunk["text"])
+            self._write(chunk.text)
 
     def turn_start(self, agent_id: str, turn: int) -> None:
         """``agent/turn-start``: the ``[<agent> turn <n>]`` marker."""
@@ -66,16 +66,14 @@ class Renderer:
         A steering line typed while the model streamed is shown again on a line of its
         own when the turn takes it, apart from the model's text.
         """
-        kind = event["type"]
-        data = event["data"]
-        if kind == "tool/call":
+        if type(event) is ToolCallEvent:
             self._undim("")
-            self._write(f"\n  [tool call] {data['name']}({data['arguments']})")
-        elif kind == "tool/result":
-            self._write(f"\n  [tool result] {text_of(data['content'])}\n  ")
-        elif kind == "steering/message":
+            self._write(f"\n  [tool call] {event.data.name}({event.data.arguments})")
+        elif type(event) is ToolResultEvent:
+            self._write(f"\n  [tool result] {text_of(event.data.content)}\n  ")
+        elif type(event) is SteeringMessageEvent:
             self._undim("")
-            self._write(f"\n  [steering] {text_of(data['content'])}\n")
+            self._write(f"\n  [steering] {text_of(event.data.content)}\n")
 
     def _undim(self, after: str) -> None:
         if self._dim:

@@ -1,0 +1,245 @@
+"""One step of a turn: a model call, then the tool calls it asked for (SPEC §8.5 ``runStep``).
+
+Everything the step logs goes to the agent's session as typed events; a failure is
+raised to the turn (:mod:`dsh.agent_loop.loop`), which closes the step and the turn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from dsh.agent_loop.race import StepAbortedError, abort_reason, race_abort
+from dsh.agent_loop.state import LoopState
+from dsh.core.agent import AGENT_REQUEST, AGENT_STEP_RESULT, AGENT_STREAM_CHUNK
+from dsh.core.errors import HarnessError
+from dsh.core.llm import (
+    LLM,
+    AbortedFinish,
+    BlockAssembler,
+    ErrorFinish,
+    FinishReason,
+    GenerateOptions,
+    MaxTokensFinish,
+    Message,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+)
+from dsh.core.session import (
+    AssistantChunkData,
+    AssistantChunkEvent,
+    AssistantMessageData,
+    AssistantMessageEvent,
+    Session,
+    ToolCallData,
+    ToolCallEvent,
+    ToolErrorInfo,
+    ToolResultData,
+    ToolResultEvent,
+    UsageData,
+    UsageEvent,
+)
+from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
+from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
+from dsh.kernel import AbortSignal, ServiceKey
+
+T = TypeVar("T")
+
+_ABORT_ERROR = ToolErrorInfo(name="AbortError", code="ABORTED")
+
+
+@dataclass(slots=True)
+class StepOutcome:
+    had_tool_calls: bool
+    finish: FinishReason
+
+
+class FinishError(Exception):
+    """A model stream that ended with ``finish {kind: error|aborted}``; ``code`` may be None."""
+
+    def __init__(self, message: str, code: str | None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def settle(value: Any) -> Any:
+    """``value``, awaited first when it is awaitable (a waterfall's result)."""
+    return await value if inspect.isawaitable(value) else value
+
+
+def constant(value: T) -> Callable[[], Awaitable[T]]:
+    """A waterfall's ``inner``: a coroutine function answering ``value``."""
+
+    async def inner() -> T:
+        return value
+
+    return inner
+
+
+def _without_tool_calls(message: Message) -> Message:
+    return Message(role=message.role, content=tuple([b for b in message.content if type(b) is not ToolCallBlock]))
+
+
+def _parse_arguments(raw: str) -> Any:
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _finish_error(finish: FinishReason) -> FinishError | None:
+    if isinstance(finish, ErrorFinish):
+        code = finish.code
+        return FinishError(finish.message, code if isinstance(code, str) else None)
+    if isinstance(finish, AbortedFinish):
+        return FinishError("model stream aborted", "ABORTED")
+    return None
+
+
+def require(state: LoopState, key: ServiceKey[T]) -> T:
+    """The service under ``key``, or raise NO_SERVICE naming the agent."""
+    service = state.ctx.get(key)
+    if service is None:
+        raise HarnessError(
+            f'agent "{state.id}" cannot run a step: the "{key.name}" service is not loaded', "NO_SERVICE"
+        )
+    return service
+
+
+async def run_step(state: LoopState, turn: int, step: int, signal: AbortSignal) -> StepOutcome:
+    """One model call and its tool calls (SPEC §8.5 ``runStep``).
+
+    When the step is aborted while the model streams, the text it streamed so far
+    (what the user saw) is logged as the step's ``assistant/message`` first.
+    """
+    assembler = BlockAssembler()
+    try:
+        message, finish, usage = await race_abort(_model_phase(state, turn, step, signal, assembler), signal)
+    except Exception:
+        if signal.aborted:
+            _log_partial(state.session, turn, step, assembler)
+        raise
+    session = state.session
+    ctx = state.ctx
+    agent = state.handle
+    rewrite = ctx.listener_count(AGENT_STEP_RESULT) > 0
+    if type(finish) is MaxTokensFinish:
+        produced = _without_tool_calls(message)
+        if rewrite:
+            produced = _without_tool_calls(
+                await settle(ctx.waterfall(AGENT_STEP_RESULT, agent, turn, step, produced, inner=constant(produced)))
+            )
+        if produced.content:
+            session.append(AssistantMessageEvent, AssistantMessageData(turn=turn, step=step, content=produced.content))
+        _log_usage(session, turn, step, usage)
+        return StepOutcome(False, finish)
+    produced = message
+    if rewrite:
+        produced = await settle(ctx.waterfall(AGENT_STEP_RESULT, agent, turn, step, message, inner=constant(message)))
+    session.append(AssistantMessageEvent, AssistantMessageData(turn=turn, step=step, content=produced.content))
+    _log_usage(session, turn, step, usage)
+    calls = [block for block in produced.content if type(block) is ToolCallBlock]
+    if calls:
+        tools = require(state, TOOLS)
+        for call in calls:
+            if signal.aborted:
+                raise StepAbortedError(abort_reason(signal))
+            session.append(
+                ToolCallEvent,
+                ToolCallData(turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments),
+            )
+            execution = ToolExecution(
+                call_id=call.id, name=call.name, arguments=_parse_arguments(call.arguments), agent=agent, signal=signal
+            )
+            result = await _execute(tools, execution, signal)
+            session.append(
+                ToolResultEvent,
+                ToolResultData(
+                    turn=turn,
+                    step=step,
+                    call_id=call.id,
+                    content=tuple(result.content),
+                    is_error=result.is_error,
+                    error=result.error,
+                ),
+            )
+            if signal.aborted:
+                raise StepAbortedError(abort_reason(signal))
+    return StepOutcome(bool(calls), finish)
+
+
+def _log_usage(session: Session, turn: int, step: int, usage: TokenUsage | None) -> None:
+    if usage is not None:
+        session.append(UsageEvent, UsageData(turn=turn, step=step, usage=usage))
+
+
+async def _execute(tools: ToolRegistry, execution: ToolExecution, signal: AbortSignal) -> ToolExecutionResult:
+    """Run one tool; an abort cancels it and yields an error result (the call still gets its result)."""
+    try:
+        return await race_abort(tools.execute(execution), signal)
+    except StepAbortedError as aborted:
+        return ToolExecutionResult(
+            call_id=execution.call_id,
+            content=(TextBlock(text=f"Error: aborted: {aborted}"),),
+            is_error=True,
+            error=_ABORT_ERROR,
+        )
+
+
+def _log_partial(session: Session, turn: int, step: int, assembler: BlockAssembler) -> None:
+    """Log the text blocks ``assembler`` holds (the partial answer of an aborted step), if any."""
+    partial = tuple([block for block in assembler.blocks() if type(block) is TextBlock and block.text])
+    if partial:
+        session.append(AssistantMessageEvent, AssistantMessageData(turn=turn, step=step, content=partial))
+
+
+async def _model_phase(
+    state: LoopState, turn: int, step: int, signal: AbortSignal, assembler: BlockAssembler
+) -> tuple[Message, FinishReason, TokenUsage | None]:
+    ctx = state.ctx
+    session = state.session
+    agent = state.handle
+    assembly = await require(state, SYSTEM_PROMPT).assemble()
+    parts = [render_prompt(assembly), state.options.system_prompt or ""]
+    system = "\n\n".join(part for part in parts if part)
+    request = GenerateOptions(
+        model=state.options.model or "",
+        messages=session.derive_messages(),
+        system=system or None,
+        tools=list(assembly.tools) or None,
+        signal=signal,
+    )
+    if ctx.listener_count(AGENT_REQUEST):
+        request = await settle(ctx.waterfall(AGENT_REQUEST, agent, turn, step, request, inner=constant(request)))
+    if not request.model:
+        raise HarnessError(
+            f'agent "{state.id}" has no model: set AgentOptions.model or supply one via the agent/request waterfall',
+            "NO_MODEL",
+        )
+    llm = require(state, LLM)
+    stream = llm.stream(request)
+    append = session.append
+    emit = ctx.emit
+    push = assembler.push
+    try:
+        async for chunk in stream:
+            if signal.aborted:
+                raise StepAbortedError(abort_reason(signal))
+            append(AssistantChunkEvent, AssistantChunkData(turn=turn, step=step, chunk=chunk))
+            emit(AGENT_STREAM_CHUNK, agent, turn, step, chunk)
+            push(chunk)
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    finish = assembler.finish
+    failure = _finish_error(finish)
+    if failure is not None:
+        raise failure
+    return assembler.message(), finish, assembler.usage
