@@ -42,13 +42,13 @@ from dsh.acp.stream import (
     ToolCallView,
     ToolPresenter,
     ToolResultView,
-    parse_arguments,
     stream_session_event_update,
     terminal_cwd,
     tool_kind_for,
 )
 from dsh.acp.transport import LineTransport, MemoryTransport, StdioTransport, memory_transport_pair
 from dsh.acp.unconfigured import PROTOCOL_VERSION, initialize_result, serve_unconfigured
+from dsh.core.tools import parse_arguments
 
 __all__ = [
     "DEFAULT_AGENT_NAME",

@@ -14,7 +14,6 @@ content?, title?, _meta?``.
 
 from __future__ import annotations
 
-import json
 import os.path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any, Protocol
 from dsh.acp.codec import harness_block_to_acp_content
 from dsh.core.llm import ContentBlock, ReasoningDeltaChunk, TextDeltaChunk
 from dsh.core.session import AssistantChunkEvent, SessionEvent, ToolCallEvent, ToolResultEvent, UserMessageEvent
-from dsh.core.tools import ToolDefinition, ToolResult, ToolTerminal
+from dsh.core.tools import ToolDefinition, ToolResult, ToolTerminal, parse_arguments
 
 Notify = Callable[[dict[str, Any]], None]
 """Receives one ``session/update`` params object ``{"sessionId", "update"}``; must not raise."""
@@ -104,16 +103,6 @@ class ToolLookup(Protocol):
     """What the presenter needs of the tool registry."""
 
     def get(self, name: str) -> ToolDefinition | None: ...
-
-
-def parse_arguments(raw: str) -> Any:
-    """Tool arguments as the tool sees them: ``{}`` when empty, the raw string when not JSON."""
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
 
 
 def _generic_call(name: str, args: Any) -> ToolCallView:

@@ -7,7 +7,6 @@ raised to the turn (:mod:`dsh.agent_loop.loop`), which closes the step and the t
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -44,7 +43,7 @@ from dsh.core.session import (
     UsageEvent,
 )
 from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
-from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry
+from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry, parse_arguments
 from dsh.kernel import AbortSignal, ServiceKey
 
 T = TypeVar("T")
@@ -82,15 +81,6 @@ def constant(value: T) -> Callable[[], Awaitable[T]]:
 
 def _without_tool_calls(message: Message) -> Message:
     return Message(role=message.role, content=tuple([b for b in message.content if type(b) is not ToolCallBlock]))
-
-
-def _parse_arguments(raw: str) -> Any:
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
 
 
 def _finish_error(finish: FinishReason) -> FinishError | None:
@@ -155,7 +145,7 @@ async def run_step(state: LoopState, turn: int, step: int, signal: AbortSignal) 
                 ToolCallData(turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments),
             )
             execution = ToolExecution(
-                call_id=call.id, name=call.name, arguments=_parse_arguments(call.arguments), agent=agent, signal=signal
+                call_id=call.id, name=call.name, arguments=parse_arguments(call.arguments), agent=agent, signal=signal
             )
             result = await _execute(tools, execution, signal)
             session.append(

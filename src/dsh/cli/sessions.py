@@ -29,7 +29,6 @@ import json
 import sys
 from typing import cast
 
-import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from dsh.cli.boot import booted, logging_to_stderr
@@ -39,7 +38,7 @@ from dsh.cli.session_ids import resolve_session_id
 from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
 from dsh.core.errors import HarnessError
-from dsh.core.llm import encode, text_of
+from dsh.core.llm import text_of
 from dsh.core.persistence import (
     MISSING,
     SESSION_PERSISTENCE,
@@ -48,6 +47,7 @@ from dsh.core.persistence import (
     escape_lone_surrogates,
     event_text,
     header_text,
+    json_text,
 )
 from dsh.core.session import SessionHeader, UserMessageEvent, parse_session_event
 from dsh.kernel import unwrap
@@ -138,11 +138,7 @@ def _row(header: SessionHeader, data: bytes | None) -> SessionRow:
 
 def row_line(row: SessionRow) -> str:
     """The ``--json`` line of ``row`` (no newline); a lone surrogate in the title is written as its escape."""
-    try:
-        return encode(row).decode()
-    except UnicodeEncodeError:
-        plain = json.dumps(msgspec.to_builtins(row), ensure_ascii=False, separators=(",", ":"))
-        return escape_lone_surrogates(plain)
+    return json_text(row)
 
 
 def format_table(rows: list[SessionRow]) -> str:

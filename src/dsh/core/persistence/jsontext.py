@@ -56,13 +56,17 @@ def event_text(event: SessionEvent) -> str:
         return _escaped_text(event)
 
 
+def json_text(value: object) -> str:
+    """The compact JSON text of any vocabulary value, always UTF-8 encodable."""
+    try:
+        return encode(value).decode()
+    except UnicodeEncodeError:
+        return _escaped_text(value)
+
+
 def data_text(event: SessionEvent) -> str:
     """The compact JSON text of ``event.data``, always UTF-8 encodable."""
-    data: object = event.data  # type: ignore[union-attr]
-    try:
-        return encode(data).decode()
-    except UnicodeEncodeError:
-        return _escaped_text(data)
+    return json_text(event.data)  # type: ignore[union-attr]
 
 
 def header_text(header: SessionHeader) -> str:

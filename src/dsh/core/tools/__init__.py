@@ -6,6 +6,7 @@ for tool authors: one definition, two addresses.
 """
 
 from dsh.core.session.types import ToolErrorInfo
+from dsh.core.tools.arguments import parse_arguments
 from dsh.core.tools.define import define_tool
 from dsh.core.tools.events import TOOLS_CHANGE, TOOLS_EXECUTE
 from dsh.core.tools.failure import failure_message, tool_error_result
@@ -67,6 +68,7 @@ __all__ = [
     "define_tool",
     "failure_message",
     "model_parameters",
+    "parse_arguments",
     "parse_model_args",
     "schema_spec_to_json_schema",
     "tool_error_result",
