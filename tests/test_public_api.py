@@ -543,6 +543,17 @@ FROZEN: dict[str, list[str]] = {
         "read_lines",
         "stdio_runtime",
     ],
+    "dsh.plugins.workspace_instructions": [
+        "Config",
+        "InstructionReader",
+        "Instructions",
+        "WorkspaceInstructions",
+        "apply",
+        "inject",
+        "name",
+        "project_chain",
+        "render",
+    ],
     "dsh.testing": [],
 }
 

@@ -5,7 +5,8 @@ through the real loader straight from its entries (no YAML is written or parsed 
 the way: it would cost a few milliseconds of every start); ``dsh config`` prints it
 as the YAML tree that boots the same:
 
-* **default**: the core services, the local bash executor and tools, the agent loop,
+* **default**: the core services, the local bash executor and tools, the workspace's
+  ``AGENTS.md`` in the system prompt (``workspace-instructions``), the agent loop,
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
   ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
   the tree). Needs the key.
@@ -134,6 +135,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     entries += [
         _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
+        _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
         _entry("agent-loop", "agent-loop", {"agents": []}),
         _persistence(settings),
     ]
