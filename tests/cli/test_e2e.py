@@ -38,11 +38,13 @@ async def test_run_json_lines_parse_into_session_events(server: WireServer, tmp_
     server.add(text_reply("ok"))
     done = await dsh("run", "--json", "hi", env=child_env(base_url=server.base_url, home=tmp_path), cwd=workspace)
     assert done.status == 0
-    events = [parse_session_event_line(line) for line in done.stdout.splitlines()]
+    *lines, summary = done.stdout.splitlines()
+    events = [parse_session_event_line(line) for line in lines]
     assert [event.seq for event in events] == list(range(len(events)))
     assert events[-1] == TurnEndEvent(seq=events[-1].seq, time=events[-1].time, data=TurnEndData(1, CompletedReason()))
     _, logged = log_of(tmp_path / "sessions", session_id_of(done.stderr))
-    assert done.json_lines() == logged
+    assert done.json_lines()[:-1] == logged
+    assert json.loads(summary)["sessionId"] == session_id_of(done.stderr)
 
 
 async def test_a_failing_model_exits_non_zero_with_the_error_on_stderr(

@@ -53,8 +53,9 @@ async def test_run_json_prints_every_session_event_as_a_line(
     server.add(text_reply("ok"))
     assert await amain(run_args(sessions_root, workspace, "--json", "hi")) == 0
     out, err = capsys.readouterr()
-    lines = out.splitlines()
+    *lines, summary = out.splitlines()
     events = [json.loads(line) for line in lines]
+    assert json.loads(summary)["type"] == "run/summary"
     assert [event["seq"] for event in events] == list(range(len(events)))
     assert events[0]["type"] == "turn/start"
     assert events[-1] == {**events[-1], "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}

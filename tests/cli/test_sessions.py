@@ -80,7 +80,8 @@ async def test_show_prints_a_transcript_and_json_prints_the_log(
     assert f"cwd {workspace}\n\n── turn 1 (message) ──\nuser: echo shown\n" in transcript
     assert '  → bash {"command":"echo shown"' in transcript
     assert "  ← shown\n" in transcript
-    assert transcript.endswith("── turn 1 ended: completed ──\n")
+    assert "── turn 1 ended: completed ──\n\n── usage (at deepseek-v4-flash prices) ──\nturn 1: " in transcript
+    assert transcript.splitlines()[-1].startswith("session: 1 turn(s), ")
 
     assert await amain(sessions(sessions_root, "show", "--json", session_id)) == 0
     (path,) = session_files(sessions_root)
@@ -118,7 +119,7 @@ async def test_show_repairs_a_crash_tail_first(
     assert lines[-1]["data"] == {"turn": 2, "reason": {"kind": "interrupted"}}
     assert path.read_text(encoding="utf-8").splitlines()[-1] == json.dumps(lines[-1], separators=(",", ":"))
     assert await amain(sessions(sessions_root, "show", session_id)) == 0
-    assert capsys.readouterr().out.endswith("user: lost\n── turn 2 ended: interrupted ──\n")
+    assert "user: lost\n── turn 2 ended: interrupted ──\n\n── usage " in capsys.readouterr().out
 
 
 async def test_show_and_rm_of_an_unknown_session_fail_with_status_1(

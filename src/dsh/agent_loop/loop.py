@@ -26,6 +26,7 @@ from dsh.core.agent import (
     AGENT_TURN_CONTINUATION,
     AGENT_TURN_END,
     AGENT_TURN_START,
+    EndTurn,
 )
 from dsh.core.errors import HarnessError, error_code, error_message, to_error
 from dsh.core.llm import UNSET, MaxTokensFinish
@@ -212,7 +213,12 @@ class TurnRun:
             self.drain_steering()
             state.session.append(StepStartEvent, StepData(turn=turn, step=step))
             self.step_open = True
-            ctx.emit(AGENT_STEP_START, state.handle, turn, step)
+            try:
+                ctx.emit(AGENT_STEP_START, state.handle, turn, step)
+            except EndTurn as stop:  # a policy plugin ends the turn with its own reason
+                self.reason = stop.reason
+                self.close_step()
+                return
             controller = AbortController()
             state.current_abort = controller
             if state.is_cancel_requested():

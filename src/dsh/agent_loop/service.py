@@ -112,7 +112,12 @@ class AgentLoop(Service):
         loaded = await persistence.load(options.resume_session_id)
         self._assert_free(options.agent_id)
         header = loaded.meta
-        meta = SessionMeta(created_at=header.created_at, cwd=header.cwd, parent_session=header.parent_session)
+        meta = SessionMeta(
+            created_at=header.created_at,
+            cwd=header.cwd,
+            parent_session=header.parent_session,
+            seed_length=header.seed_length,
+        )
         session = self._sessions().create(options.resume_session_id, seed=loaded.events, meta=meta)
         return self.start(options.agent_id, options.agent_options or AgentOptions(), session)
 

@@ -14,15 +14,17 @@ from dataclasses import dataclass
 
 from dsh.cli.errors import CliError
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree
-from dsh.cli.session_ids import resolve_resume
+from dsh.cli.session_ids import resolve_resume, resolve_session_id
 from dsh.cli.settings import Settings
 from dsh.core.agent import AGENTS, Agent, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from dsh.core.errors import HarnessError
 from dsh.core.llm import LLM, variant_tag
+from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import (
     AbortedReason,
     CompletedReason,
     ErrorReason,
+    MaxCostReason,
     MaxTokensReason,
     MessageTrigger,
     Session,
@@ -52,18 +54,37 @@ def agent_model(root: Context, tree: Tree) -> str | None:
     return models[0] if models else None
 
 
-async def start_agent(root: Context, tree: Tree, settings: Settings, resume: str | None = None) -> Agent:
+async def fork_session(root: Context, source: str) -> str:
+    """Store a fork of session ``source`` (any unique start of its id) after its last completed turn; its id.
+
+    Raises :class:`CliError` when the tree has no persistence, no such session is
+    stored, or it has no completed turn.
+    """
+    persistence = root.get(SESSION_PERSISTENCE)
+    if persistence is None:
+        raise CliError(f'cannot fork session "{source}": the tree provides no session persistence')
+    try:
+        source_id = await resolve_session_id(persistence, source)
+        return (await persistence.fork(source_id)).meta.id
+    except (CliError, HarnessError) as error:
+        raise CliError(f'cannot fork session "{source}": {error}') from error
+
+
+async def start_agent(
+    root: Context, tree: Tree, settings: Settings, resume: str | None = None, *, fork: str | None = None
+) -> Agent:
     """Create agent :data:`MAIN_AGENT` on a fresh session in ``settings.cwd``, or resume session ``resume``.
 
-    The agent belongs to ``root``'s fiber. Raises :class:`CliError` when the tree has
-    no ``agents`` service or the registry refuses (no loop loaded, an unknown or
-    damaged session, persistence missing for a resume).
+    With ``fork``, the agent resumes a new fork of that stored session instead
+    (:func:`fork_session`). The agent belongs to ``root``'s fiber. Raises
+    :class:`CliError` when the tree has no ``agents`` service or the registry refuses
+    (no loop loaded, an unknown or damaged session, persistence missing for a resume).
     """
     agents = root.get(AGENTS)
     if agents is None:
         raise CliError(f"{tree.label} provides no agents service: add an entry with name agents (and agent-loop)")
     options = AgentOptions(model=agent_model(root, tree), system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT)
-    resume = await resolve_resume(root, resume)
+    resume = await fork_session(root, fork) if fork is not None else await resolve_resume(root, resume)
     try:
         if resume is not None:
             return await agents.resume(
@@ -129,4 +150,6 @@ def describe_reason(reason: TurnEndReason | None) -> str:
         return f"error: {reason.message}" + (f" [{reason.code}]" if reason.code else "")
     if type(reason) is AbortedReason and reason.reason:
         return f"aborted ({reason.reason})"
+    if type(reason) is MaxCostReason:
+        return f"max-cost (spent ${reason.cost:.6f} of the ${reason.limit:.6f} budget)"
     return variant_tag(reason) or "unknown"

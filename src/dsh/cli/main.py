@@ -23,8 +23,8 @@ from dsh import __version__
 RUN_EPILOG = """\
 exit status:
   0    the turn completed
-  1    the turn failed (the model or a tool reported an error), or dsh could not start
-       (a bad plugin tree, an unknown session id); the reason is on stderr
+  1    the turn failed (the model or a tool reported an error), or it reached --max-cost,
+       or dsh could not start (a bad plugin tree, an unknown session id); the reason is on stderr
   2    usage error, or no model is configured (see --demo), or a bad settings file
   3    the model stopped at its output limit (max-tokens)
   129  SIGHUP (the terminal closed) aborted the turn
@@ -150,7 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print each session event this run appends as one JSON line, instead of the answer",
     )
-    run.add_argument("--resume", metavar="ID", help="continue the persisted session ID")
+    continued = run.add_mutually_exclusive_group()
+    continued.add_argument("--resume", metavar="ID", help="continue the persisted session ID")
+    continued.add_argument(
+        "--fork", metavar="ID", help="continue a new fork of the persisted session ID (after its last completed turn)"
+    )
+    run.add_argument(
+        "--max-cost",
+        metavar="USD",
+        type=float,
+        help="end the turn (reason max-cost) once the session has cost this many US dollars",
+    )
 
     chat = commands.add_parser(
         "chat",
@@ -175,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = commands.add_parser(
         "sessions",
         parents=[shared],
-        help="list, show, check, repair or remove persisted sessions",
+        help="list, show, fork, check, repair or remove persisted sessions",
         description="Inspect the sessions the persistence backend holds.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -190,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print the session's JSONL lines, header first")
+    fork = actions.add_parser(
+        "fork",
+        parents=[shared],
+        help="copy a session up to the end of a completed turn into a new session; print its id",
+        description="Store a new session whose history is ID's up to the end of turn N (default: its last "
+        "completed turn); its header names ID as its parent. Continue it with `dsh run --resume NEW`.",
+    )
+    fork.add_argument("id", metavar="ID")
+    fork.add_argument("--turn", metavar="N", type=int, help="the completed turn to fork after (default: the last)")
     actions.add_parser("check", parents=[shared], help="verify every log; one line per problem, exit 1 if any")
     repair = actions.add_parser(
         "repair", parents=[shared], help="cut a damaged log back to its intact start (a copy is saved first)"

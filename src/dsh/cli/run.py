@@ -5,6 +5,12 @@ id on stderr, sends the prompt and streams the answer to stdout (``--json``: eve
 new session event as a JSON line instead), then disposes everything, which flushes
 the session log. The exit status says how the turn ended (see ``dsh run --help``).
 
+``--json`` ends with one ``run/summary`` line (:class:`~dsh.cli.usage.RunSummary`:
+session id, turns, steps, usage, cost, duration, end reason). ``--fork ID`` continues
+a new fork of session ``ID`` (cut after its last completed turn) instead of a new
+session; ``--max-cost USD`` loads the ``budget`` plugin, which ends the turn with
+reason ``max-cost`` once the session has cost that much.
+
 Any ``agent/error`` during the turn (a failed checkpoint of the log, say) makes the
 run fail even when the turn completed; it is printed on stderr after the turn's
 outcome unless that already names it, and each failure is said once however many
@@ -27,6 +33,7 @@ import argparse
 import asyncio
 import signal
 import sys
+import time
 
 from dsh.cli import errors
 from dsh.cli.agent import (
@@ -44,9 +51,14 @@ from dsh.cli.errors import CliError, report
 from dsh.cli.profile import Tree, resolve_tree
 from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
+from dsh.cli.usage import price_of, run_summary
 from dsh.core.agent import AGENT_ERROR, Agent
 from dsh.core.llm import text
+from dsh.core.persistence import json_text
 from dsh.core.session import ErrorReason
+from dsh.core.usage import summarize_usage
+from dsh.kernel import Context
+from dsh.plugins import budget
 
 INTERRUPT_REASON = SIGNAL_REASON[signal.SIGINT]
 """The abort reason a Ctrl-C (SIGINT) leaves in the log."""
@@ -79,10 +91,32 @@ def _say(message: str) -> None:
     print(f"dsh: {message}", file=sys.stderr, flush=True)
 
 
-async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool, resume: str | None) -> int:
+async def load_budget(root: Context, max_cost: float | None) -> None:
+    """Load the ``budget`` plugin with ``maxCost`` into the booted tree (nothing for None).
+
+    Raises :class:`CliError` (status 2) for a budget that is not above 0.
+    """
+    if max_cost is None:
+        return
+    if not max_cost > 0:
+        raise CliError(f"--max-cost must be above 0 (US dollars), got {max_cost}", 2)
+    await root.plugin(budget, {"maxCost": max_cost})
+
+
+async def run_prompt(
+    tree: Tree,
+    settings: Settings,
+    prompt: str,
+    *,
+    json: bool,
+    resume: str | None,
+    fork: str | None = None,
+    max_cost: float | None = None,
+) -> int:
     """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring)."""
     async with booted(tree) as root:
-        agent = await start_agent(root, tree, settings, resume)
+        await load_budget(root, max_cost)
+        agent = await start_agent(root, tree, settings, resume, fork=fork)
         closed: list[bool] = []
 
         def output_closed() -> None:
@@ -114,6 +148,7 @@ async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool,
             else:
                 force.set()
 
+        started = time.monotonic()
         with on_numbered_signals(interrupt, *STOP_SIGNALS):
             agent.send([text(prompt)])
             settled = await first_of(asyncio.ensure_future(agent.when_idle()), force)
@@ -125,7 +160,13 @@ async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool,
         if not settled:
             _say("exiting without waiting for the turn to end")
             return SIGNAL_STATUS[received[0]]
-        return _report(turn_outcome(agent.session, since), signalled, failures, key_hint(tree, settings))
+        outcome = turn_outcome(agent.session, since)
+        if json:
+            duration_ms = int((time.monotonic() - started) * 1000)
+            usage = summarize_usage(agent.session.events, price_of(agent.options.model), start=since)
+            summary = run_summary(agent.session.id, usage, duration_ms, outcome.reason)
+            print(json_text(summary), flush=True)
+        return _report(outcome, signalled, failures, key_hint(tree, settings))
 
 
 def key_hint(tree: Tree, settings: Settings) -> str:
@@ -168,6 +209,14 @@ async def command(args: argparse.Namespace) -> int:
         if tree.file is None:
             check_sessions_root(settings.sessions_root)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
-            return await run_prompt(tree, settings, prompt, json=bool(args.json), resume=args.resume)
+            return await run_prompt(
+                tree,
+                settings,
+                prompt,
+                json=bool(args.json),
+                resume=args.resume,
+                fork=args.fork,
+                max_cost=args.max_cost,
+            )
     except CliError as error:
         return report(error)

@@ -1,4 +1,4 @@
-"""``dsh sessions list | show ID | check | repair ID | rm ID``: the persisted sessions.
+"""``dsh sessions list | show ID | fork ID | check | repair ID | rm ID``: the persisted sessions.
 
 The built-in profile boots only ``sessions`` and JSONL persistence under the sessions
 root (no model, no key needed); ``--config`` boots the given tree, which must provide
@@ -14,7 +14,11 @@ root (no model, no key needed); ``--config`` boots the given tree, which must pr
   ``ID`` may be any unique start of a session id (:func:`resolve_session_id`, also
   used for ``--resume``).
   Loading repairs a crash tail durably first (SPEC §4b), so what is shown is what a
-  resume would continue.
+  resume would continue. The transcript ends with the session's usage per turn and in
+  total (a fork's copied history left out), priced at ``--model``'s price (else the
+  default profile's model; :mod:`dsh.cli.usage`).
+* ``fork ID [--turn N]``: store a new session holding ID's log up to the end of turn N
+  (default: its last completed turn), with ID as its ``parentSession``; print its id.
 * ``check``: read every log back without writing; one line per problem (damage in
   committed history, a torn tail), exit 1 when there is any.
 * ``repair ID``: cut a damaged JSONL log back to its intact start after saving the
@@ -33,10 +37,11 @@ from msgspec import UNSET, Struct, UnsetType
 
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
-from dsh.cli.profile import Tree, resolve_tree
+from dsh.cli.profile import DEFAULT_MODEL, Tree, resolve_tree
 from dsh.cli.session_ids import resolve_session_id
 from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
+from dsh.cli.usage import price_of, usage_lines
 from dsh.core.errors import HarnessError
 from dsh.core.llm import text_of
 from dsh.core.persistence import (
@@ -50,6 +55,7 @@ from dsh.core.persistence import (
     json_text,
 )
 from dsh.core.session import SessionHeader, UserMessageEvent, parse_session_event
+from dsh.core.usage import own_start, summarize_usage
 from dsh.kernel import unwrap
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
 
@@ -174,13 +180,24 @@ async def list_sessions(persistence: SessionPersistence, tree: Tree, *, json_lin
     return 0
 
 
-async def show_session(persistence: SessionPersistence, session_id: str, *, json_lines: bool) -> int:
+async def show_session(
+    persistence: SessionPersistence, session_id: str, *, json_lines: bool, model: str | None = None
+) -> int:
+    """Print the session (``--json``: its lines); the transcript ends with its usage, priced at ``model``."""
     loaded = await persistence.load(await resolve_session_id(persistence, session_id))
     if json_lines:
         lines = [header_text(loaded.meta), *(event_text(event) for event in loaded.events)]
         _out("".join(line + "\n" for line in lines))
     else:
-        _out(render_transcript(loaded.meta, loaded.events))
+        summary = summarize_usage(loaded.events, price_of(model), start=own_start(loaded.meta))
+        _out(render_transcript(loaded.meta, loaded.events) + "\n".join(usage_lines(summary, model)) + "\n")
+    return 0
+
+
+async def fork_session(persistence: SessionPersistence, session_id: str, turn: int | None) -> int:
+    """Store a fork of the session after turn ``turn`` (default: its last completed one); print the new id."""
+    forked = await persistence.fork(await resolve_session_id(persistence, session_id), turn)
+    _out(forked.meta.id + "\n")
     return 0
 
 
@@ -236,7 +253,14 @@ async def repair_session(persistence: SessionPersistence, session_id: str) -> in
     return 0
 
 
-async def run_action(tree: Tree, args: argparse.Namespace) -> int:
+def pricing_model(settings: Settings) -> str | None:
+    """The model whose prices ``show`` uses: ``--model``, else the built-in DeepSeek profile's default."""
+    if settings.model is not None:
+        return settings.model
+    return DEFAULT_MODEL if settings.config is None and settings.provider == "deepseek" else None
+
+
+async def run_action(tree: Tree, args: argparse.Namespace, model: str | None = None) -> int:
     """Boot ``tree`` and run the ``sessions`` action ``args.action`` against its persistence."""
     async with booted(tree) as root:
         persistence = root.get(SESSION_PERSISTENCE)
@@ -249,7 +273,9 @@ async def run_action(tree: Tree, args: argparse.Namespace) -> int:
             if args.action == "list":
                 return await list_sessions(persistence, tree, json_lines=bool(args.json))
             if args.action == "show":
-                return await show_session(persistence, args.id, json_lines=bool(args.json))
+                return await show_session(persistence, args.id, json_lines=bool(args.json), model=model)
+            if args.action == "fork":
+                return await fork_session(persistence, args.id, args.turn)
             if args.action == "check":
                 return await check_sessions(persistence, tree)
             if args.action == "repair":
@@ -265,6 +291,6 @@ async def command(args: argparse.Namespace) -> int:
         settings = Settings.from_args(args)
         tree = resolve_tree(settings, "storage")
         with logging_to_stderr(settings.verbose):
-            return await run_action(tree, args)
+            return await run_action(tree, args, pricing_model(settings))
     except CliError as error:
         return report(error)

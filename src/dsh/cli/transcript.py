@@ -79,7 +79,8 @@ def header_lines(meta: SessionHeader) -> list[str]:
     if isinstance(meta.cwd, str):
         lines.append(f"cwd {meta.cwd}")
     if isinstance(meta.parent_session, str):
-        lines.append(f"forked from {meta.parent_session}")
+        copied = f" (its first {meta.seed_length} events)" if isinstance(meta.seed_length, int) else ""
+        lines.append(f"forked from {meta.parent_session}{copied}")
     return lines
 
 

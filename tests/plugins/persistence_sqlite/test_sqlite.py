@@ -24,8 +24,10 @@ from dsh.plugins.persistence_sqlite import (
     open_database,
     scan_rows,
 )
+from dsh.plugins.persistence_sqlite.schema import _upgrade as upgrade
 from tests.core.persistence.helpers import (
     CWD,
+    BackendKit,
     Rig,
     event,
     meta,
@@ -162,7 +164,7 @@ async def test_all_tail_load_a_session_whose_only_turn_never_closed_is_preserved
     assert await fresh.has("s1") is True
 
 
-@pytest.mark.parametrize("version", [1, 3])
+@pytest.mark.parametrize("version", [1, 4])
 def test_rejects_opening_a_database_whose_schema_version_is_not_the_current_build_newer_or_older(
     tmp_path: Path, version: int
 ) -> None:
@@ -171,7 +173,7 @@ def test_rejects_opening_a_database_whose_schema_version_is_not_the_current_buil
     with raw(path) as db:
         db.execute(f"PRAGMA user_version = {version}")
     with pytest.raises(
-        PersistenceError, match=rf"has schema version {version}, incompatible with this build \(2\)"
+        PersistenceError, match=rf"has schema version {version}, incompatible with this build \(3\)"
     ) as raised:
         open_database(str(path))
     assert raised.value.code == "SCHEMA_VERSION"
@@ -227,7 +229,55 @@ async def test_persists_across_separate_backend_instances_over_the_same_file(rig
 
 def test_exposes_the_schema_version_constant() -> None:
     """exposes the schema version constant"""
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
+
+
+_V2_SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL, created_at INTEGER NOT NULL,
+  cwd TEXT, parent_session TEXT) STRICT;
+CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+  type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) STRICT;
+INSERT INTO sessions VALUES ('old', 1, 1000, '/w', 'p');
+PRAGMA user_version = 2;
+"""
+
+
+async def test_a_version_2_database_gains_the_seed_length_column_and_keeps_its_sessions(
+    db_path: Path, kit: BackendKit
+) -> None:
+    """(a v2 database, written before fork lineage, is upgraded in place once; its rows stay)"""
+    db_path.parent.mkdir(parents=True)
+    with raw(db_path) as db:
+        db.executescript(_V2_SCHEMA)
+    opened = open_database(str(db_path))
+    try:
+        assert opened.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        upgrade(opened)  # a second upgrader (another process) finds nothing to do
+        assert opened.execute("SELECT id, seed_length FROM sessions").fetchall() == [("old", None)]
+    finally:
+        opened.close()
+    rig = await Rig(kit).start()
+    try:
+        persistence = await rig.mount()
+        assert await persistence.list() == [meta("old", CWD, parentSession="p")]
+        await persistence.create(meta("fork", CWD, parentSession="old", seedLength=6))
+        await persistence.append("fork", one_turn_log())
+        fresh = await rig.remount()
+        assert (await fresh.load("fork")).meta == meta("fork", CWD, parentSession="old", seedLength=6)
+    finally:
+        await rig.close()
+
+
+def test_a_failed_upgrade_is_rolled_back_and_reported(tmp_path: Path) -> None:
+    """(a v2 stamp without the v2 tables: the upgrade fails, nothing changes)"""
+    path = tmp_path / "broken.db"
+    with raw(path) as db:
+        db.execute("PRAGMA user_version = 2")
+    with pytest.raises(PersistenceError, match="cannot open the session database") as raised:
+        open_database(str(path))
+    assert raised.value.code == "STORAGE_IO"
+    with raw(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
 
 
 # --- describe "SessionPersistenceSqlite: edge cases"
@@ -276,7 +326,7 @@ async def test_hmr_a_different_session_colliding_with_a_materialized_on_disk_id_
 
 # --- schema and storage details
 def test_the_schema_is_strict_with_foreign_keys_and_wal(tmp_path: Path) -> None:
-    """(schema: STRICT tables, foreign keys on, WAL, user_version stamped 2)"""
+    """(schema: STRICT tables, foreign keys on, WAL, user_version stamped 3)"""
     path = tmp_path / "fresh.db"
     db = open_database(str(path))
     try:
@@ -290,7 +340,7 @@ def test_the_schema_is_strict_with_foreign_keys_and_wal(tmp_path: Path) -> None:
         assert "ON DELETE CASCADE" in tables["events"]
         assert "PRIMARY KEY (session_id, seq)" in tables["events"]
         with pytest.raises(sqlite3.IntegrityError, match="cannot store TEXT value in INTEGER column"):
-            db.execute("INSERT INTO sessions VALUES ('x', 'one', 0, NULL, NULL)")
+            db.execute("INSERT INTO sessions VALUES ('x', 'one', 0, NULL, NULL, NULL)")
     finally:
         db.close()
     reopened = open_database(str(path))

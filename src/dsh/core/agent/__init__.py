@@ -29,6 +29,7 @@ from dsh.core.agent.types import (
     AgentOptions,
     AgentStatus,
     CreateAgentOptions,
+    EndTurn,
     QueuedInfo,
     ResumeAgentOptions,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "AgentRegistry",
     "AgentStatus",
     "CreateAgentOptions",
+    "EndTurn",
     "QueuedInfo",
     "ResumeAgentOptions",
 ]

@@ -110,7 +110,9 @@ AGENT_STEP_START: EmitEvent[[Agent, int, int]] = EmitEvent(
     doc="""emit ``(agent, turn, step)``: after ``step/start`` was logged, before the model is called.
 
     A listener may ``cancel`` (the step then ends as aborted with reason
-    ``cancelled``); a raising listener fails the turn and no ``agent/turn-end`` follows.
+    ``cancelled``) or raise ``EndTurn(reason)`` (the step is closed and the turn ends
+    with that reason, ``agent/turn-end`` firing); any other raise fails the turn and no
+    ``agent/turn-end`` follows.
     """,
 )
 """A step began; the model is about to be called. See ``doc``."""

@@ -17,7 +17,7 @@ from msgspec import Struct
 
 from dsh.core.llm.types import ContentBlock, MessageSource
 from dsh.core.session import Session
-from dsh.core.session.types import SessionId, SessionMeta
+from dsh.core.session.types import SessionId, SessionMeta, TurnEndReason
 
 AgentId: TypeAlias = str
 
@@ -115,6 +115,20 @@ class Agent(Protocol):
         Immediate when idle with nothing queued; once disposed, waits for the loop to exit.
         """
         ...
+
+
+class EndTurn(Exception):  # noqa: N818 - a request, not an error
+    """Raised by an ``agent/step-start`` listener to end the turn before the model is called.
+
+    The open step is closed and the turn ends with ``reason`` (``turn/end`` logged,
+    ``agent/turn-end`` fired), with no ``error`` event: the way a policy plugin (a cost
+    budget) stops a turn with a reason of its own. Raised from any other event it is
+    an ordinary failure of that event.
+    """
+
+    def __init__(self, reason: TurnEndReason) -> None:
+        super().__init__(f"turn ended by a plugin: {reason!r}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,12 @@ hooks of :class:`~dsh.core.persistence.backend.PersistenceBackend`.
 from __future__ import annotations
 
 import builtins
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
-from dsh.core.session import SessionEvent, SessionHeader
+from dsh.core.session import SESSION_FORMAT_VERSION, SESSIONS, SessionEvent, SessionHeader, clock, fork_prefix
 from dsh.kernel import Context, Service, ServiceKey
 
 
@@ -76,6 +77,40 @@ class SessionPersistence(Service, ABC):
     @abstractmethod
     def delete(self, id: str) -> Awaitable[None]:
         """Remove what is stored for ``id``; a no-op for an unknown id."""
+
+    async def fork(self, source_id: str, at_turn: int | None = None, *, id: str | None = None) -> LoadedSession:
+        """Store a new session whose log is ``source_id``'s up to the end of turn ``at_turn``; return it.
+
+        ``at_turn`` defaults to the source's last completed turn; a turn that does not
+        exist or never ended is refused with ``INVALID_FORK``
+        (:func:`~dsh.core.session.fork_point`), and nothing is stored then. The source
+        is the live session of that id in this tree's ``sessions`` store when there is
+        one (its newest events), else it is loaded (:meth:`load`, which repairs a crash
+        tail and claims the writer lock). The new session (id ``id``, default a random
+        UUID) keeps the source's ``cwd``; its header carries the lineage,
+        ``parent_session`` and ``seed_length`` (the events copied, ``seq`` contiguous
+        from 0), and it is durable when this returns. Resume it to continue the
+        conversation from the fork point.
+        """
+        sessions = self.ctx.get(SESSIONS)
+        live = sessions.get(source_id) if sessions is not None else None
+        if live is not None:
+            source_meta, events = live.header, list(live.events)
+        else:
+            loaded = await self.load(source_id)
+            source_meta, events = loaded.meta, loaded.events
+        prefix = fork_prefix(events, at_turn)
+        meta = SessionHeader(
+            version=SESSION_FORMAT_VERSION,
+            id=id if id is not None else str(uuid.uuid4()),
+            created_at=clock.now_ms(),
+            cwd=source_meta.cwd,
+            parent_session=source_id,
+            seed_length=len(prefix),
+        )
+        await self.create(meta)
+        await self.append(meta.id, prefix)
+        return LoadedSession(meta, prefix)
 
 
 SESSION_PERSISTENCE: ServiceKey[SessionPersistence] = ServiceKey("session_persistence")

@@ -20,6 +20,7 @@ from dsh.core.session.codec import (
 )
 from dsh.core.session.derive import derive_messages
 from dsh.core.session.events import SESSION_CHECKPOINT, SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH
+from dsh.core.session.fork import fork_point, fork_prefix
 from dsh.core.session.jsonvalue import JsonValue, NotJsonError, dumps_json, is_json_value
 from dsh.core.session.repair import INTERRUPTED_RESULT_TEXT, interrupted_turn_closers
 from dsh.core.session.session import EventLog, Session, is_turn_open, last_turn_number
@@ -43,6 +44,7 @@ from dsh.core.session.types import (
     EventType,
     InjectionTrigger,
     InterruptedReason,
+    MaxCostReason,
     MaxTokensReason,
     MessageData,
     MessageTrigger,
@@ -101,6 +103,7 @@ __all__ = [
     "InjectionTrigger",
     "InterruptedReason",
     "JsonValue",
+    "MaxCostReason",
     "MaxTokensReason",
     "MessageData",
     "MessageTrigger",
@@ -135,6 +138,8 @@ __all__ = [
     "derive_messages",
     "dumps_json",
     "event_class",
+    "fork_point",
+    "fork_prefix",
     "header_line",
     "interrupted_turn_closers",
     "is_json_value",

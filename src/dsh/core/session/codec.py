@@ -179,5 +179,8 @@ def parse_session_header_line(line: str | bytes) -> SessionHeader:
 
 
 def header_line(header: SessionHeader) -> str:
-    """The JSONL header text ``{"type":"session","version","id","createdAt"[,"cwd"][,"parentSession"]}``."""
+    """The JSONL header text: ``{"type":"session","version","id","createdAt"``, then the optional fields.
+
+    The optional fields are ``cwd``, ``parentSession`` and ``seedLength``, in that order.
+    """
     return '{"type":"session",' + encode(header)[1:].decode()

@@ -11,6 +11,7 @@ from msgspec import UNSET
 from dsh.core.errors import HarnessError
 from dsh.core.session import clock
 from dsh.core.session.events import SESSION_CREATED, SESSION_EVENT
+from dsh.core.session.fork import fork_prefix
 from dsh.core.session.session import Session
 from dsh.core.session.types import SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, SessionMeta
 from dsh.kernel import Context, Service, ServiceKey
@@ -42,8 +43,8 @@ class SessionStore(Service):
 
         ``id`` defaults to ``session-<n>`` (a per-store counter from 1). ``seed`` starts
         the log (see :class:`Session`: its immutable events are shared, not copied).
-        ``meta`` gives the header's ``cwd`` (absolute), ``parent_session`` and
-        ``created_at`` (default: now).
+        ``meta`` gives the header's ``cwd`` (absolute), ``parent_session``,
+        ``seed_length`` and ``created_at`` (default: now).
 
         Raises ``HarnessError`` when the id is taken (``DUPLICATE_SESSION``), ``cwd`` is
         relative (``INVALID_CWD``) or the seed is invalid, in each case registering
@@ -70,6 +71,7 @@ class SessionStore(Service):
             created_at=clock.now_ms() if created_at is UNSET else created_at,
             cwd=cwd,
             parent_session=meta.parent_session,
+            seed_length=meta.seed_length,
         )
         session = Session(id, seed, header)
         ctx = self.ctx
@@ -92,6 +94,28 @@ class SessionStore(Service):
 
         ctx.effect(register, f"session {id}")
         return session
+
+    def fork(self, source: Session | SessionId, at_turn: int | None = None, *, id: SessionId | None = None) -> Session:
+        """Create a live session whose log is ``source``'s up to the end of turn ``at_turn``; return it.
+
+        ``source`` is a session or the id of a live one; ``at_turn`` defaults to its last
+        completed turn (:func:`~dsh.core.session.fork.fork_point` says what is refused,
+        code ``INVALID_FORK``). The new session keeps the source's ``cwd`` and records the
+        lineage in its header: ``parent_session`` (the source id) and ``seed_length``
+        (the number of copied events). ``id`` is as in :meth:`create`, whose rules and
+        ownership apply. An unknown source id raises ``SESSION_NOT_FOUND``.
+        """
+        if isinstance(source, str):
+            live = self._sessions.get(source)
+            if live is None:
+                raise HarnessError(
+                    f'no live session "{source}" to fork (fork a stored one through session_persistence)',
+                    "SESSION_NOT_FOUND",
+                )
+            source = live
+        prefix = fork_prefix(source.events, at_turn)
+        meta = SessionMeta(cwd=source.header.cwd, parent_session=source.id, seed_length=len(prefix))
+        return self.create(id, seed=prefix, meta=meta)
 
     def get(self, id: SessionId) -> Session | None:
         """The live session with this id, or None."""

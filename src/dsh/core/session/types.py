@@ -27,13 +27,19 @@ SESSION_FORMAT_VERSION = 1
 
 
 class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
-    """Immutable out-of-log metadata; ``cwd`` is absolute when present."""
+    """Immutable out-of-log metadata; ``cwd`` is absolute when present.
+
+    A fork's header names its source (``parent_session``) and how many of its first
+    events were copied from it (``seed_length``, the fork point): events before that
+    index are the source's history, not this session's own work.
+    """
 
     version: int
     id: SessionId
     created_at: Count
     cwd: str | UnsetType = UNSET
     parent_session: str | UnsetType = UNSET
+    seed_length: Count | UnsetType = UNSET
 
 
 class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
@@ -42,6 +48,7 @@ class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
     cwd: str | UnsetType = UNSET
     parent_session: str | UnsetType = UNSET
     created_at: Count | UnsetType = UNSET
+    seed_length: Count | UnsetType = UNSET
 
 
 # ------------------------------------------------------------------ triggers
@@ -94,8 +101,22 @@ class InterruptedReason(_Reason, frozen=True, tag="interrupted"):
     pass
 
 
+class MaxCostReason(_Reason, frozen=True, tag="max-cost"):
+    """The session's cost reached its budget before a model call: ``cost`` spent of ``limit`` (USD)."""
+
+    limit: float
+    cost: float
+
+
 TurnEndReason: TypeAlias = (
-    CompletedReason | AbortedReason | ErrorReason | DisposedReason | MaxTokensReason | InterruptedReason | Unknown
+    CompletedReason
+    | AbortedReason
+    | ErrorReason
+    | DisposedReason
+    | MaxTokensReason
+    | InterruptedReason
+    | MaxCostReason
+    | Unknown
 )
 
 

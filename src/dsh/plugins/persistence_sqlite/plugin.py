@@ -39,9 +39,9 @@ T = TypeVar("T")
 
 _INSERT_EVENT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)"
 _UPSERT_SESSION = (
-    "INSERT INTO sessions (id, version, created_at, cwd, parent_session) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length) VALUES (?, ?, ?, ?, ?, ?) "
     "ON CONFLICT(id) DO UPDATE SET version = excluded.version, created_at = excluded.created_at, "
-    "cwd = excluded.cwd, parent_session = excluded.parent_session"
+    "cwd = excluded.cwd, parent_session = excluded.parent_session, seed_length = excluded.seed_length"
 )
 
 
@@ -53,7 +53,9 @@ class SqliteConfig(BaseModel):
     path: str = Field(min_length=1)
 
 
-def _header(id: str, version: int, created_at: int, cwd: str | None, parent: str | None) -> SessionHeader:
+def _header(
+    id: str, version: int, created_at: int, cwd: str | None, parent: str | None, seed_length: int | None
+) -> SessionHeader:
     """The header of a ``sessions`` row (a NULL column is an absent field)."""
     return SessionHeader(
         version=version,
@@ -61,6 +63,7 @@ def _header(id: str, version: int, created_at: int, cwd: str | None, parent: str
         created_at=created_at,
         cwd=UNSET if cwd is None else cwd,
         parent_session=UNSET if parent is None else parent,
+        seed_length=UNSET if seed_length is None else seed_length,
     )
 
 
@@ -160,7 +163,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     def _read(self, id: str) -> StoredPrefix | None:
         with self._storage(f'reading session "{id}"'):
             row = self.db.execute(
-                "SELECT version, created_at, cwd, parent_session FROM sessions WHERE id = ?", (id,)
+                "SELECT version, created_at, cwd, parent_session, seed_length FROM sessions WHERE id = ?", (id,)
             ).fetchone()
             if row is None:
                 return None
@@ -184,7 +187,14 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                 if not materialized:
                     db.execute(
                         _UPSERT_SESSION,
-                        (id, meta.version, meta.created_at, cwd_of(meta), meta.parent_session or None),
+                        (
+                            id,
+                            meta.version,
+                            meta.created_at,
+                            cwd_of(meta),
+                            meta.parent_session or None,
+                            None if meta.seed_length is UNSET else meta.seed_length,
+                        ),
                     )
                 db.executemany(_INSERT_EVENT, rows)
         finally:
@@ -211,7 +221,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     def _headers(self) -> builtins.list[SessionHeader]:
         with self._storage("listing sessions"):
             rows = self.db.execute(
-                "SELECT id, version, created_at, cwd, parent_session FROM sessions ORDER BY rowid"
+                "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions ORDER BY rowid"
             ).fetchall()
         return [_header(*row) for row in rows]
 

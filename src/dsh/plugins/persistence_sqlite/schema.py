@@ -3,7 +3,9 @@
 ``sessions`` holds one row per *materialized* session (written with its first
 events); ``events`` one row per event, ``data`` being the event's ``data`` as compact
 JSON. Both tables are STRICT (SQLite 3.37 or newer). ``PRAGMA user_version`` stamps
-the schema version; a database stamped by another build is refused, never migrated.
+the schema version. A version-2 database (before the ``seed_length`` column of fork
+lineage) is upgraded in place by adding that column; a database stamped with any other
+version is refused, never migrated.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import sqlite3
 
 from dsh.core.persistence import PersistenceError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+UPGRADABLE_VERSION = 2
+"""The one older schema :func:`open_database` upgrades (by adding ``sessions.seed_length``)."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long every connection waits for another process's write lock before failing."""
@@ -27,7 +32,8 @@ CREATE TABLE IF NOT EXISTS sessions (
   version INTEGER NOT NULL,
   created_at INTEGER NOT NULL,
   cwd TEXT,
-  parent_session TEXT
+  parent_session TEXT,
+  seed_length INTEGER
 ) STRICT;
 CREATE TABLE IF NOT EXISTS events (
   session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -68,7 +74,9 @@ def open_database(path: str) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = FULL")  # every commit syncs the WAL, unless a checkpoint's write says not to
         (version,) = db.execute("PRAGMA user_version").fetchone()
-        if version not in (0, SCHEMA_VERSION):
+        if version == UPGRADABLE_VERSION:
+            _upgrade(db)
+        elif version not in (0, SCHEMA_VERSION):
             raise PersistenceError(
                 f'session database at "{path}" has schema version {version}, '
                 f"incompatible with this build ({SCHEMA_VERSION})",
@@ -81,6 +89,20 @@ def open_database(path: str) -> sqlite3.Connection:
             raise _open_failed(path, error) from error
         raise
     return db
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Add ``sessions.seed_length`` to a version-2 database, once even when processes race to do it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        if version == UPGRADABLE_VERSION:
+            db.execute("ALTER TABLE sessions ADD COLUMN seed_length INTEGER")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def _create_private(path: str) -> None:

@@ -1,0 +1,23 @@
+"""Token usage and cost of sessions, derived from their logs.
+
+:func:`summarize_usage` sums the logged ``usage`` events per turn and per session
+(input, output, cache-read, cache-write and reasoning tokens) and prices them with a
+:class:`ModelPrice`; :data:`DEFAULT_PRICES` holds DeepSeek's published prices.
+Every front end reads usage through these names, so they all say the same.
+"""
+
+from dsh.core.usage.ledger import PER_PRICE_UNIT, cost_of, own_start, summarize_usage
+from dsh.core.usage.prices import DEFAULT_PRICES
+from dsh.core.usage.types import ModelPrice, TokenTotals, TurnUsage, UsageSummary
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "PER_PRICE_UNIT",
+    "ModelPrice",
+    "TokenTotals",
+    "TurnUsage",
+    "UsageSummary",
+    "cost_of",
+    "own_start",
+    "summarize_usage",
+]
