@@ -94,8 +94,19 @@ class InterruptedReason(_Reason, frozen=True, tag="interrupted"):
     pass
 
 
+class MaxStepsReason(_Reason, frozen=True, tag="max-steps"):
+    """The turn reached its step limit (``max_steps``) while the model still wanted to go on."""
+
+
 TurnEndReason: TypeAlias = (
-    CompletedReason | AbortedReason | ErrorReason | DisposedReason | MaxTokensReason | InterruptedReason | Unknown
+    CompletedReason
+    | AbortedReason
+    | ErrorReason
+    | DisposedReason
+    | MaxTokensReason
+    | MaxStepsReason
+    | InterruptedReason
+    | Unknown
 )
 
 
