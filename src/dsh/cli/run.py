@@ -11,6 +11,12 @@ outcome unless that already names it, and each failure is said once however many
 layers report it (:class:`~dsh.cli.errors.Once`). Before anything boots, the
 built-in profile's sessions root is checked (:func:`~dsh.cli.settings.check_sessions_root`).
 
+``--max-steps N`` caps the steps of each turn (a turn cut off ends ``max-steps``,
+exit status 4, and the message names the flag); ``--max-turns N`` caps how many
+turns the run lets the agent take, counting turns a plugin starts after the
+prompt's own (:mod:`dsh.cli.limits`): queued input beyond it is dropped and the run
+exits 4 saying so.
+
 When stdout's reader goes away (``dsh run ... | head``) the turn is cancelled
 (reason ``output closed``) and the run exits 141 without a word.
 
@@ -30,8 +36,10 @@ import sys
 
 from dsh.cli import errors
 from dsh.cli.agent import (
+    EXIT_COMPLETED,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_LIMIT,
     TurnOutcome,
     describe_reason,
     exit_status,
@@ -41,6 +49,7 @@ from dsh.cli.agent import (
 from dsh.cli.answer import EventLines, TextAnswer, detach_stdout
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
+from dsh.cli.limits import TurnBudget
 from dsh.cli.profile import Tree, resolve_tree
 from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
@@ -79,10 +88,20 @@ def _say(message: str) -> None:
     print(f"dsh: {message}", file=sys.stderr, flush=True)
 
 
-async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool, resume: str | None) -> int:
+async def run_prompt(
+    tree: Tree,
+    settings: Settings,
+    prompt: str,
+    *,
+    json: bool,
+    resume: str | None,
+    max_steps: int | None = None,
+    max_turns: int | None = None,
+) -> int:
     """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring)."""
     async with booted(tree) as root:
-        agent = await start_agent(root, tree, settings, resume)
+        agent = await start_agent(root, tree, settings, resume, max_steps=max_steps)
+        budget = TurnBudget(root, agent, max_turns) if max_turns is not None else None
         closed: list[bool] = []
 
         def output_closed() -> None:
@@ -125,7 +144,14 @@ async def run_prompt(tree: Tree, settings: Settings, prompt: str, *, json: bool,
         if not settled:
             _say("exiting without waiting for the turn to end")
             return SIGNAL_STATUS[received[0]]
-        return _report(turn_outcome(agent.session, since), signalled, failures, key_hint(tree, settings))
+        status = _report(turn_outcome(agent.session, since), signalled, failures, key_hint(tree, settings))
+        if budget is not None and budget.stopped and status == EXIT_COMPLETED:
+            errors.ONCE.say(
+                f"stopped after {budget.turns} turns (--max-turns {budget.limit}) with more work queued; "
+                "raise --max-turns to let the agent go on"
+            )
+            return EXIT_LIMIT
+        return status
 
 
 def key_hint(tree: Tree, settings: Settings) -> str:
@@ -168,6 +194,14 @@ async def command(args: argparse.Namespace) -> int:
         if tree.file is None:
             check_sessions_root(settings.sessions_root)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
-            return await run_prompt(tree, settings, prompt, json=bool(args.json), resume=args.resume)
+            return await run_prompt(
+                tree,
+                settings,
+                prompt,
+                json=bool(args.json),
+                resume=args.resume,
+                max_steps=getattr(args, "max_steps", None),
+                max_turns=getattr(args, "max_turns", None),
+            )
     except CliError as error:
         return report(error)
