@@ -95,8 +95,9 @@ async def bridge_stack(
     config: dict[str, Any] | None = None,
     bash: bool = False,
     server_transport: Callable[[MemoryTransport], LineTransport] | None = None,
+    loop_config: dict[str, Any] | None = None,
 ) -> AsyncIterator[BridgeStack]:
-    async with Harness(script) as harness:
+    async with Harness(script, loop_config=loop_config) as harness:
         ctx = harness.ctx
         sessions_root = root / "sessions"
         await ctx.plugin(SessionPersistenceJsonl, {"root": str(sessions_root)})

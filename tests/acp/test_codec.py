@@ -21,6 +21,7 @@ from dsh.core.session import (
     DisposedReason,
     ErrorReason,
     InterruptedReason,
+    MaxStepsReason,
     MaxTokensReason,
     TurnEndReason,
 )
@@ -39,6 +40,7 @@ def test_maps_every_known_turn_end_reason_kind_to_a_legal_stop_reason() -> None:
     cases: list[tuple[TurnEndReason, str]] = [
         (CompletedReason(), "end_turn"),
         (MaxTokensReason(), "max_tokens"),
+        (MaxStepsReason(), "max_turn_requests"),
         (AbortedReason(), "cancelled"),
         (AbortedReason(reason="session/cancel"), "cancelled"),
         (DisposedReason(), "cancelled"),

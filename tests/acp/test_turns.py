@@ -17,6 +17,7 @@ from dsh.core.session import (
     CompletedReason,
     ErrorReason,
     InjectionTrigger,
+    MaxStepsReason,
     MessageTrigger,
     Session,
     SessionEvent,
@@ -57,6 +58,18 @@ async def test_maps_a_max_tokens_turn_to_stop_reason_max_tokens(tmp_path: Path) 
         session_id = await stack.session()
         assert await stack.client.prompt(session_id, "go") == {"stopReason": "max_tokens"}
         assert message_text(stack.updates) == "cut off"
+
+
+async def test_maps_a_turn_cut_off_at_its_step_limit_to_max_turn_requests(tmp_path: Path) -> None:
+    """a turn that reaches the loop's maxSteps answers stopReason max_turn_requests"""
+    script = [tool_call_response(f"c{i}", "bash", {"command": "echo again"}) for i in range(2)]
+    async with bridge_stack(tmp_path, script, loop_config={"agents": [], "maxSteps": 2}) as stack:
+        register(
+            stack, ToolDefinition(name="bash", description="stand-in", parameters=PARAMETERS, execute=echo_execute)
+        )
+        session_id = await stack.session()
+        assert await stack.client.prompt(session_id, "loop") == {"stopReason": "max_turn_requests"}
+        assert type(last_turn_end(stack.agent(session_id))) is MaxStepsReason
 
 
 async def test_rejects_the_prompt_rpc_when_a_turn_fails_no_misleading_end_turn(tmp_path: Path) -> None:

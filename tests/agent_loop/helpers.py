@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,19 @@ from dsh.core.agent import (
     AGENT_TURN_START,
 )
 from dsh.core.errors import HarnessError
-from dsh.core.llm import ContentBlock, TextBlock, ToolResultBlock, text_of
+from dsh.core.llm import (
+    BlockEndChunk,
+    BlockStartChunk,
+    ContentBlock,
+    FinishChunk,
+    StreamChunk,
+    TextBlock,
+    ToolCallBlock,
+    ToolCallDeltaChunk,
+    ToolCallsFinish,
+    ToolResultBlock,
+    text_of,
+)
 from dsh.core.session import AssistantMessageEvent, Session
 from dsh.kernel import Context
 from dsh.testing.logs import data_json, event_types
@@ -121,3 +134,15 @@ async def until(predicate: Callable[[], bool], limit: int = 2000) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("condition never became true")
+
+
+def tool_calls_response(*calls: tuple[str, str, dict[str, Any]]) -> list[StreamChunk]:
+    """One assistant message asking for several tool calls ``(call_id, name, arguments)``, in that order."""
+    chunks: list[StreamChunk] = []
+    for index, (call_id, name, arguments) in enumerate(calls):
+        raw = json.dumps(arguments, separators=(",", ":"))
+        chunks.append(BlockStartChunk(index=index, block_type="tool-call"))
+        chunks.append(ToolCallDeltaChunk(index=index, id=call_id, name=name, arguments_delta=raw))
+        chunks.append(BlockEndChunk(index=index, block=ToolCallBlock(id=call_id, name=name, arguments=raw)))
+    chunks.append(FinishChunk(reason=ToolCallsFinish()))
+    return chunks

@@ -20,8 +20,9 @@ from dsh.core.agent import (
     AGENT_TURN_START,
 )
 from dsh.core.errors import LlmError
-from dsh.core.llm import BlockStartChunk, GenerateOptions, StreamChunk, TextDeltaChunk, text_of
+from dsh.core.llm import BlockStartChunk, GenerateOptions, StreamChunk, TextDeltaChunk, ToolCallBlock, text_of
 from dsh.core.session import (
+    AssistantMessageEvent,
     StepEndEvent,
     StepStartEvent,
     ToolCallEvent,
@@ -33,18 +34,26 @@ from dsh.core.session import (
 from dsh.core.tools import ToolDefinition
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import error_finish, text_response, tool_call_response
-from tests.agent_loop.helpers import Recorder, of_type, text, until
+from tests.agent_loop.helpers import Recorder, of_type, text, tool_calls_response, until
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check_log(events: list[Any]) -> None:
-    """The invariants every log must satisfy, whatever threw where."""
+    """The invariants every log must satisfy, whatever threw where.
+
+    Within a step, the ``tool/call`` events follow the model's order of the calls (a
+    prefix of it: an abort stops new calls), and the ``tool/result`` events come in the
+    same order as the calls, one each, even when a batch ran in parallel.
+    """
     open_turn: int | None = None
     open_step: int | None = None
     pending: set[str] = set()
     turn_starts: list[int] = []
     turn_ends: list[int] = []
+    asked: list[str] = []
+    called: list[str] = []
+    answered: list[str] = []
     for event in events:
         match event:
             case TurnStartEvent(data=data):
@@ -63,14 +72,23 @@ def check_log(events: list[Any]) -> None:
                     case StepStartEvent(data=data):
                         assert open_step is None
                         open_step = data.step
+                        asked, called, answered = [], [], []
                     case StepEndEvent():
                         assert not pending, f"tool calls without results: {pending}"
+                        assert called == asked[: len(called)], f"calls {called} out of the model's order {asked}"
+                        assert answered == called, f"results {answered} out of the calls' order {called}"
                         open_step = None
+                    case AssistantMessageEvent(data=message):
+                        asked = [block.id for block in message.content if type(block) is ToolCallBlock]
                     case ToolCallEvent(data=call):
                         assert open_step is not None
+                        assert call.call_id not in called, f"{call.call_id} called twice"
                         pending.add(call.call_id)
+                        called.append(call.call_id)
                     case ToolResultEvent(data=result):
+                        assert result.call_id in pending, f"{result.call_id}: a result without a pending call"
                         pending.discard(result.call_id)
+                        answered.append(result.call_id)
     assert open_turn is None, "a turn was left open"
     assert turn_starts == turn_ends
     assert turn_starts == sorted(set(turn_starts))
@@ -163,9 +181,18 @@ class PlannedModel:
             raise LlmError("aborted", "ABORTED")
         if kind == "raise":
             raise LlmError("provider down", "SERVER")
+        call = self.calls
         chunks = {
             "text": lambda: text_response("fine"),
-            "tool": lambda: tool_call_response(f"c{self.calls}", "work", {"n": self.calls}),
+            "tool": lambda: tool_call_response(f"c{call}", "work", {"n": call}),
+            "batch": lambda: tool_calls_response(
+                (f"c{call}-1", "look", {"n": 1}),
+                (f"c{call}-2", "look", {"n": 2}),
+                (f"c{call}-3", "work", {"n": 3}),
+                (f"c{call}-4", "look", {"n": 4}),
+                (f"c{call}-5", "look", {"n": 5}),
+                (f"c{call}-6", "look", {"n": 6}),
+            ),
             "error": lambda: error_finish("bad stream", "X"),
         }[kind]()
         for chunk in chunks:
@@ -197,15 +224,20 @@ operations = st.lists(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=operations,
-    plan=st.lists(st.sampled_from(["text", "tool", "hang", "raise", "error"]), min_size=1, max_size=5),
+    plan=st.lists(st.sampled_from(["text", "tool", "batch", "hang", "raise", "error"]), min_size=1, max_size=5),
     throwing=st.sets(st.sampled_from([*EVENTS, "continuation", "tool"]), max_size=3),
     dispose_at_end=st.booleans(),
+    pool=st.integers(1, 3),
+    delays=st.lists(st.integers(0, 3), min_size=1, max_size=6),
 )
 def test_random_interleavings_keep_every_turn_balanced_and_the_loop_alive(
-    ops: list[tuple[str, int]], plan: list[str], throwing: set[str], dispose_at_end: bool
+    ops: list[tuple[str, int]], plan: list[str], throwing: set[str], dispose_at_end: bool, pool: int, delays: list[int]
 ) -> None:
+    """Parallel batches included ("batch": safe ``look`` calls around an unsafe ``work`` call, the pool of
+    ``pool`` slots, each look taking a random number of ticks), every tool/call keeps one tool/result."""
+
     async def scenario() -> None:
-        async with Harness([]) as h:
+        async with Harness([], loop_config={"agents": [], "maxParallelToolCalls": pool}) as h:
             model = PlannedModel(plan)
             h.llm.register_adapter(["planned"], model)  # type: ignore[arg-type]
             armed = [True]
@@ -217,6 +249,21 @@ def test_random_interleavings_keep_every_turn_balanced_and_the_loop_alive(
                 return text(f"worked {args}")
 
             h.tools.register(ToolDefinition(name="work", description="w", parameters={"type": "object"}, execute=work))
+            looks = [0]
+
+            async def look(args: Any, _exec: Any) -> list[Any]:
+                looks[0] += 1
+                for _ in range(delays[looks[0] % len(delays)]):
+                    await asyncio.sleep(0)
+                if "tool" in throwing and armed[0] and args["n"] == 2:
+                    raise RuntimeError("look boom")
+                return text(f"looked {args}")
+
+            h.tools.register(
+                ToolDefinition(
+                    name="look", description="l", parameters={"type": "object"}, execute=look, concurrency_safe=True
+                )
+            )
             effects = []
             for name in throwing:
                 if name in EVENTS:

@@ -39,7 +39,7 @@ def test_the_default_profile_serves_deepseek_and_stores_jsonl(tmp_path: Path) ->
         "name": "llm-deepseek",
         "config": {"models": ["deepseek-v4-flash", "deepseek-v4-pro"]},
     }
-    assert by_id["agent-loop"]["config"] == {"agents": []}
+    assert by_id["agent-loop"]["config"] == {"agents": [], "maxSteps": 100}
     assert "invariants" not in by_id
 
 

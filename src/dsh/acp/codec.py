@@ -13,16 +13,17 @@ from typing import Any, Literal, TypeAlias
 
 from dsh.acp.params import PromptBlock, ResourceLinkPromptBlock, TextPromptBlock
 from dsh.core.llm import ContentBlock, TextBlock
-from dsh.core.session import AbortedReason, DisposedReason, MaxTokensReason, TurnEndReason
+from dsh.core.session import AbortedReason, DisposedReason, MaxStepsReason, MaxTokensReason, TurnEndReason
 
 StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-"""The ACP ``session/prompt`` stop reasons (the bridge uses ``end_turn``, ``max_tokens``, ``cancelled``)."""
+"""The ACP ``session/prompt`` stop reasons (the bridge uses all but ``refusal``)."""
 
 
 def turn_end_to_stop_reason(reason: TurnEndReason) -> StopReason:
     """The stop reason reported for a turn that ended with ``reason``.
 
-    ``max-tokens`` → ``max_tokens``; ``aborted`` and ``disposed`` → ``cancelled``;
+    ``max-tokens`` → ``max_tokens``; ``max-steps`` (the turn's step limit) →
+    ``max_turn_requests``; ``aborted`` and ``disposed`` → ``cancelled``;
     everything else → ``end_turn``: ``completed``, ``interrupted``, an unknown (future)
     kind, and ``error`` (only defensively: the bridge rejects an errored prompt
     before it would ask).
@@ -30,6 +31,8 @@ def turn_end_to_stop_reason(reason: TurnEndReason) -> StopReason:
     kind = type(reason)
     if kind is MaxTokensReason:
         return "max_tokens"
+    if kind is MaxStepsReason:
+        return "max_turn_requests"
     if kind is AbortedReason or kind is DisposedReason:
         return "cancelled"
     return "end_turn"

@@ -17,7 +17,7 @@ from typing import Any
 
 from dsh.agent_loop.inbox import Inbox, InboxMessage
 from dsh.agent_loop.loop import run_loop
-from dsh.agent_loop.state import LoopState
+from dsh.agent_loop.state import DEFAULT_SETTINGS, LoopSettings, LoopState
 from dsh.core.agent import AGENT_QUEUED, AgentOptions, AgentStatus, QueuedInfo
 from dsh.core.errors import HarnessError, error_message, to_error
 from dsh.core.llm import ContentBlock, MessageSource, UserSource
@@ -49,11 +49,19 @@ class ReactLoopAgent:
     """A ReAct-style agent on one session; see the module docstring.
 
     ``ctx`` is the context it acts through (the creator's): events are emitted and
-    services reached through it.
+    services reached through it. ``settings`` are the loop-wide limits; raises
+    ``HarnessError`` (INVALID_OPTIONS) for a step limit below 1.
     """
 
-    def __init__(self, ctx: Context, agent_id: str, options: AgentOptions, session: Session) -> None:
-        self.state = LoopState(ctx, agent_id, options, session, self)
+    def __init__(
+        self,
+        ctx: Context,
+        agent_id: str,
+        options: AgentOptions,
+        session: Session,
+        settings: LoopSettings = DEFAULT_SETTINGS,
+    ) -> None:
+        self.state = LoopState(ctx, agent_id, options, session, self, settings)
         self._done: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
 

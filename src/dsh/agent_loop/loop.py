@@ -10,6 +10,11 @@ log, because ``Session.append`` stores an event before its listeners can throw.
 Cancellation: the step's :class:`AbortController` is the source of truth for why
 work stopped (see :mod:`dsh.agent_loop.race`).
 
+Limits: a turn that has run ``state.max_steps`` steps and would run another (the
+model called tools, steering arrived, or a continuation listener asked for more)
+ends with reason ``max-steps`` instead; the limit is checked after the
+continuation decision, so a turn that stops on its own at the limit is ``completed``.
+
 The driver works on the agent's :class:`~dsh.agent_loop.state.LoopState`, never on
 the agent handle itself; events carry ``state.handle``.
 """
@@ -40,6 +45,7 @@ from dsh.core.session import (
     ErrorData,
     ErrorEvent,
     ErrorReason,
+    MaxStepsReason,
     MaxTokensReason,
     MessageData,
     MessageTrigger,
@@ -61,6 +67,7 @@ from dsh.kernel import AbortController
 _COMPLETED = CompletedReason()
 _DISPOSED = DisposedReason()
 _MAX_TOKENS = MaxTokensReason()
+_MAX_STEPS = MaxStepsReason()
 _CANCELLED = AbortedReason(reason="cancelled")
 
 
@@ -267,6 +274,10 @@ class TurnRun:
             if not cont or state.is_disposed():
                 if state.is_disposed():
                     self.reason = _DISPOSED
+                return
+            limit = state.max_steps
+            if limit is not None and step >= limit:
+                self.reason = _MAX_STEPS
                 return
 
 

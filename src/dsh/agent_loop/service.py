@@ -14,6 +14,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.agent_loop.agent import ReactLoopAgent
+from dsh.agent_loop.state import DEFAULT_MAX_PARALLEL_TOOL_CALLS, LoopSettings
 from dsh.core.agent import AGENTS, AgentOptions, CreateAgentOptions, ResumeAgentOptions
 from dsh.core.errors import HarnessError
 from dsh.core.persistence import SESSION_PERSISTENCE, SessionPersistence
@@ -30,12 +31,22 @@ class ConfiguredAgent(BaseModel):
     model: str | None = None
     system_prompt: str | None = Field(default=None, alias="systemPrompt")
     resume_session_id: str | None = Field(default=None, alias="resumeSessionId")
+    max_steps: int | None = Field(default=None, ge=1, alias="maxSteps")
 
 
 class AgentLoopConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """The loop's config: agents to start, and the limits every agent runs under.
+
+    ``maxSteps`` caps the steps of each turn (absent: no limit; an agent's own
+    ``max_steps`` wins); ``maxParallelToolCalls`` bounds how many concurrency-safe
+    tool calls of one step run at once (1 runs every call alone).
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     agents: list[ConfiguredAgent] = Field(default_factory=list)
+    max_steps: int | None = Field(default=None, ge=1, alias="maxSteps")
+    max_parallel_tool_calls: int = Field(default=DEFAULT_MAX_PARALLEL_TOOL_CALLS, ge=1, alias="maxParallelToolCalls")
 
 
 class AgentLoop(Service):
@@ -47,9 +58,11 @@ class AgentLoop(Service):
 
     def __init__(self, ctx: Context, config: AgentLoopConfig) -> None:
         super().__init__(ctx, AGENT_LOOP)
+        self.settings = LoopSettings(max_steps=config.max_steps, max_parallel_tool_calls=config.max_parallel_tool_calls)
+        """The limits every agent of this loop runs under."""
         ctx[AGENTS].set_factory(self)
         for entry in config.agents:
-            options = AgentOptions(model=entry.model, system_prompt=entry.system_prompt)
+            options = AgentOptions(model=entry.model, system_prompt=entry.system_prompt, max_steps=entry.max_steps)
             if entry.resume_session_id:
                 self._resume_when_persistent(ctx, entry.id, entry.resume_session_id, options)
             else:
@@ -124,7 +137,7 @@ class AgentLoop(Service):
     def start(self, agent_id: str, options: AgentOptions, session: Session) -> ReactLoopAgent:
         """Construct the agent, register it and launch its driver, as one effect of the caller."""
         ctx = self.ctx
-        agent = ReactLoopAgent(ctx, agent_id, options, session)
+        agent = ReactLoopAgent(ctx, agent_id, options, session, self.settings)
         agents = ctx.get(AGENTS)
         if agents is None:
             raise HarnessError("the agents service is not loaded", "NO_SERVICE")

@@ -8,16 +8,46 @@ and both import ``state``.
 
 ``handle`` is the public agent the state belongs to: every ``agent/*`` event carries
 it, and tools see it as ``ToolExecution.agent``.
+
+:class:`LoopSettings` are the loop-wide settings (the ``agent-loop`` plugin's
+config) an agent runs under; the agent's own options win where both say something.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from dsh.agent_loop.inbox import Inbox
 from dsh.core.agent import AGENT_ERROR, AGENT_STATUS, Agent, AgentOptions, AgentStatus
+from dsh.core.errors import HarnessError
 from dsh.core.session import Session
 from dsh.kernel import AbortController, Context
+
+DEFAULT_MAX_PARALLEL_TOOL_CALLS = 8
+"""How many concurrency-safe tool calls of one step run at once unless configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """Loop-wide limits: ``max_steps`` per turn (None: no limit) and the tool-call pool size."""
+
+    max_steps: int | None = None
+    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS
+
+
+DEFAULT_SETTINGS = LoopSettings()
+
+
+def _step_limit(agent_id: str, options: AgentOptions, settings: LoopSettings) -> int | None:
+    """The agent's step limit: its option, else the loop's; raise INVALID_OPTIONS for one below 1."""
+    limit = options.max_steps if options.max_steps is not None else settings.max_steps
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise HarnessError(
+            f'agent "{agent_id}": max_steps must be a whole number of at least 1 (or None for no limit), got {limit!r}',
+            "INVALID_OPTIONS",
+        )
+    return limit
 
 
 class LoopState:
@@ -33,15 +63,29 @@ class LoopState:
         "handle",
         "id",
         "inbox",
+        "max_parallel",
+        "max_steps",
         "options",
         "session",
         "status",
     )
 
-    def __init__(self, ctx: Context, agent_id: str, options: AgentOptions, session: Session, handle: Agent) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        agent_id: str,
+        options: AgentOptions,
+        session: Session,
+        handle: Agent,
+        settings: LoopSettings = DEFAULT_SETTINGS,
+    ) -> None:
         self.ctx = ctx
         self.id = agent_id
         self.options = options
+        self.max_steps = _step_limit(agent_id, options, settings)
+        """Steps per turn before it ends ``max-steps`` (None: no limit)."""
+        self.max_parallel = settings.max_parallel_tool_calls
+        """How many concurrency-safe tool calls of a step run at once."""
         self.session = session
         self.handle = handle
         self.inbox = Inbox()

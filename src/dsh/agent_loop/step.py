@@ -2,6 +2,8 @@
 
 Everything the step logs goes to the agent's session as typed events; a failure is
 raised to the turn (:mod:`dsh.agent_loop.loop`), which closes the step and the turn.
+The tool calls are run by :mod:`dsh.agent_loop.tool_calls` (in the model's order,
+consecutive concurrency-safe ones together).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, TypeVar
 
 from dsh.agent_loop.race import StepAbortedError, abort_reason, race_abort
 from dsh.agent_loop.state import LoopState
+from dsh.agent_loop.tool_calls import run_tool_calls
 from dsh.core.agent import AGENT_REQUEST, AGENT_STEP_RESULT, AGENT_STREAM_CHUNK
 from dsh.core.errors import HarnessError
 from dsh.core.llm import (
@@ -34,21 +37,14 @@ from dsh.core.session import (
     AssistantMessageData,
     AssistantMessageEvent,
     Session,
-    ToolCallData,
-    ToolCallEvent,
-    ToolErrorInfo,
-    ToolResultData,
-    ToolResultEvent,
     UsageData,
     UsageEvent,
 )
 from dsh.core.system_prompt import SYSTEM_PROMPT, render_prompt
-from dsh.core.tools import TOOLS, ToolExecution, ToolExecutionResult, ToolRegistry, parse_arguments
+from dsh.core.tools import TOOLS
 from dsh.kernel import AbortSignal, ServiceKey
 
 T = TypeVar("T")
-
-_ABORT_ERROR = ToolErrorInfo(name="AbortError", code="ABORTED")
 
 
 @dataclass(slots=True)
@@ -136,50 +132,13 @@ async def run_step(state: LoopState, turn: int, step: int, signal: AbortSignal) 
     _log_usage(session, turn, step, usage)
     calls = [block for block in produced.content if type(block) is ToolCallBlock]
     if calls:
-        tools = require(state, TOOLS)
-        for call in calls:
-            if signal.aborted:
-                raise StepAbortedError(abort_reason(signal))
-            session.append(
-                ToolCallEvent,
-                ToolCallData(turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments),
-            )
-            execution = ToolExecution(
-                call_id=call.id, name=call.name, arguments=parse_arguments(call.arguments), agent=agent, signal=signal
-            )
-            result = await _execute(tools, execution, signal)
-            session.append(
-                ToolResultEvent,
-                ToolResultData(
-                    turn=turn,
-                    step=step,
-                    call_id=call.id,
-                    content=tuple(result.content),
-                    is_error=result.is_error,
-                    error=result.error,
-                ),
-            )
-            if signal.aborted:
-                raise StepAbortedError(abort_reason(signal))
+        await run_tool_calls(state, require(state, TOOLS), turn, step, calls, signal)
     return StepOutcome(bool(calls), finish)
 
 
 def _log_usage(session: Session, turn: int, step: int, usage: TokenUsage | None) -> None:
     if usage is not None:
         session.append(UsageEvent, UsageData(turn=turn, step=step, usage=usage))
-
-
-async def _execute(tools: ToolRegistry, execution: ToolExecution, signal: AbortSignal) -> ToolExecutionResult:
-    """Run one tool; an abort cancels it and yields an error result (the call still gets its result)."""
-    try:
-        return await race_abort(tools.execute(execution), signal)
-    except StepAbortedError as aborted:
-        return ToolExecutionResult(
-            call_id=execution.call_id,
-            content=(TextBlock(text=f"Error: aborted: {aborted}"),),
-            is_error=True,
-            error=_ABORT_ERROR,
-        )
 
 
 def _log_partial(session: Session, turn: int, step: int, assembler: BlockAssembler) -> None:

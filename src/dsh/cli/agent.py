@@ -25,6 +25,7 @@ from dsh.core.session import (
     CompletedReason,
     ErrorReason,
     MaxCostReason,
+    MaxStepsReason,
     MaxTokensReason,
     MessageTrigger,
     Session,
@@ -42,7 +43,12 @@ EXIT_COMPLETED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_MAX_TOKENS = 3
+EXIT_LIMIT = 4
+"""A limit stopped the run: a turn reached ``--max-steps``, or ``--max-turns`` turns ran and more was queued."""
 EXIT_INTERRUPTED = 130
+
+MAX_STEPS_HINT = "the turn reached its step limit; raise it with --max-steps N"
+"""What ``dsh`` says of a turn that ended ``max-steps``."""
 
 
 def agent_model(root: Context, tree: Tree) -> str | None:
@@ -71,19 +77,31 @@ async def fork_session(root: Context, source: str) -> str:
 
 
 async def start_agent(
-    root: Context, tree: Tree, settings: Settings, resume: str | None = None, *, fork: str | None = None
+    root: Context,
+    tree: Tree,
+    settings: Settings,
+    resume: str | None = None,
+    *,
+    fork: str | None = None,
+    max_steps: int | None = None,
 ) -> Agent:
     """Create agent :data:`MAIN_AGENT` on a fresh session in ``settings.cwd``, or resume session ``resume``.
 
     With ``fork``, the agent resumes a new fork of that stored session instead
-    (:func:`fork_session`). The agent belongs to ``root``'s fiber. Raises
-    :class:`CliError` when the tree has no ``agents`` service or the registry refuses
-    (no loop loaded, an unknown or damaged session, persistence missing for a resume).
+    (:func:`fork_session`). ``max_steps`` (``--max-steps``) caps each turn's steps;
+    None leaves it to the tree's ``agent-loop`` config. The agent belongs to
+    ``root``'s fiber. Raises :class:`CliError` when the tree has no ``agents``
+    service or the registry refuses (no loop loaded, an unknown or damaged session,
+    persistence missing for a resume).
     """
     agents = root.get(AGENTS)
     if agents is None:
         raise CliError(f"{tree.label} provides no agents service: add an entry with name agents (and agent-loop)")
-    options = AgentOptions(model=agent_model(root, tree), system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT)
+    options = AgentOptions(
+        model=agent_model(root, tree),
+        system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
+        max_steps=max_steps,
+    )
     resume = await fork_session(root, fork) if fork is not None else await resolve_resume(root, resume)
     try:
         if resume is not None:
@@ -128,12 +146,14 @@ def turn_outcome(session: Session, since: int) -> TurnOutcome:
 
 
 def exit_status(reason: TurnEndReason | None) -> int:
-    """0 completed, 3 max-tokens, 130 aborted, 1 anything else (error, disposed, unknown, never ended)."""
+    """0 completed, 3 max-tokens, 4 max-steps, 130 aborted, 1 anything else (error, disposed, unknown, never ended)."""
     kind = type(reason)
     if kind is CompletedReason:
         return EXIT_COMPLETED
     if kind is MaxTokensReason:
         return EXIT_MAX_TOKENS
+    if kind is MaxStepsReason:
+        return EXIT_LIMIT
     if kind is AbortedReason:
         return EXIT_INTERRUPTED
     return EXIT_FAILED
@@ -142,10 +162,13 @@ def exit_status(reason: TurnEndReason | None) -> int:
 def describe_reason(reason: TurnEndReason | None) -> str:
     """A turn-end reason for a human: ``completed``, ``aborted (interrupted)``, ``error: msg [CODE]``.
 
-    A reason of a kind this version does not know is shown by its kind.
+    ``max-steps`` says which flag raises the limit. A reason of a kind this version
+    does not know is shown by its kind.
     """
     if reason is None:
         return "did not end"
+    if type(reason) is MaxStepsReason:
+        return f"max-steps ({MAX_STEPS_HINT})"
     if type(reason) is ErrorReason:
         return f"error: {reason.message}" + (f" [{reason.code}]" if reason.code else "")
     if type(reason) is AbortedReason and reason.reason:

@@ -69,9 +69,11 @@ async def chat(
     plain: bool = True,
     stdin: int | None = None,
     console: Console | None = None,
+    max_steps: int | None = None,
 ) -> int:
     """Run the chat on ``tree``; ``plain`` selects ui-stdio's text over the terminal view.
 
+    ``max_steps`` (``--max-steps``) caps the steps of each turn (None: the tree's setting).
     ``stdin`` is the descriptor lines are read from (default: this process's);
     ``console`` the rich console of the terminal view (default: one on stdout).
     Returns the exit status: 0 after end of input, 130 after a Ctrl-C while idle.
@@ -80,7 +82,7 @@ async def chat(
 
     in_fd = sys.stdin.fileno() if stdin is None else stdin
     async with booted(tree) as root:
-        agent = await start_agent(root, tree, settings, resume)
+        agent = await start_agent(root, tree, settings, resume, max_steps=max_steps)
         banner = welcome_text(agent.session.id, agent_model(root, tree), resumed=resume is not None)
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -157,6 +159,8 @@ async def command(args: argparse.Namespace) -> int:
             check_sessions_root(settings.sessions_root)
         plain = bool(args.plain) or not sys.stdout.isatty()
         with logging_to_stderr(settings.verbose, debug=settings.debug):
-            return await chat(tree, settings, resume=args.resume, plain=plain)
+            return await chat(
+                tree, settings, resume=args.resume, plain=plain, max_steps=getattr(args, "max_steps", None)
+            )
     except CliError as error:
         return report(error)

@@ -27,6 +27,8 @@ exit status:
        or dsh could not start (a bad plugin tree, an unknown session id); the reason is on stderr
   2    usage error, or no model is configured (see --demo), or a bad settings file
   3    the model stopped at its output limit (max-tokens)
+  4    a limit stopped the run: the turn reached --max-steps (max-steps in the log), or
+       --max-turns turns ran with more work queued; the message names the flag to raise
   129  SIGHUP (the terminal closed) aborted the turn
   130  interrupted: Ctrl-C aborted the turn (a second Ctrl-C exits at once)
   141  stdout was closed by its reader (`dsh run ... | head`): the turn was aborted
@@ -55,7 +57,8 @@ environment:
   DSH_HOME           where dsh keeps sessions/ and settings.yml (default ~/.local/share/dsh)
 
 exit status:
-  0 completed, 1 failed, 2 usage or configuration error, 3 max tokens, 129 SIGHUP, 130 interrupted (Ctrl-C),
+  0 completed, 1 failed, 2 usage or configuration error, 3 max tokens, 4 --max-steps / --max-turns reached,
+  129 SIGHUP, 130 interrupted (Ctrl-C),
   141 stdout closed, 143 SIGTERM; see `dsh run --help`. Failures are one line on stderr; --debug adds the traceback."""
 
 Command: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -69,6 +72,27 @@ COMMANDS: dict[str, str] = {
     "config": "dsh.cli.show_config",
 }
 """Each subcommand's module; it defines ``async def command(args) -> int``."""
+
+
+def positive_int(text: str) -> int:
+    """An option's value as a whole number of at least 1 (argparse reports anything else)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _max_steps(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        metavar="N",
+        help="end a turn after N steps (model calls) if the model still wants more "
+        "(default: 100 with the built-in profile, the tree's agent-loop maxSteps with --config)",
+    )
 
 
 def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -155,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     continued.add_argument(
         "--fork", metavar="ID", help="continue a new fork of the persisted session ID (after its last completed turn)"
     )
+    _max_steps(run)
+    run.add_argument(
+        "--max-turns",
+        type=positive_int,
+        metavar="N",
+        help="let the agent run at most N turns, counting turns a plugin starts after the prompt's (default: no limit)",
+    )
     run.add_argument(
         "--max-cost",
         metavar="USD",
@@ -173,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--resume", metavar="ID", help="continue the persisted session ID")
     chat.add_argument("--plain", action="store_true", help="plain text even on a terminal (no colors, no spinner)")
+    _max_steps(chat)
 
     commands.add_parser(
         "acp",

@@ -6,7 +6,8 @@ the way: it would cost a few milliseconds of every start); ``dsh config`` prints
 as the YAML tree that boots the same:
 
 * **default**: the core services, the local bash executor and tools, the workspace's
-  ``AGENTS.md`` in the system prompt (``workspace-instructions``), the agent loop,
+  ``AGENTS.md`` in the system prompt (``workspace-instructions``), the agent loop
+  (at most :data:`DEFAULT_MAX_STEPS` steps a turn),
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
   ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
   the tree). Needs the key.
@@ -37,6 +38,9 @@ DEFAULT_MODEL = "deepseek-v4-flash"
 
 DEMO_MODEL = "demo"
 """The model of the demo profile."""
+
+DEFAULT_MAX_STEPS = 100
+"""The built-in profiles' step limit per turn (``--max-steps`` overrides it)."""
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are dsh, a coding agent working in the user's workspace. Your tool is bash: read, "
@@ -136,7 +140,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
-        _entry("agent-loop", "agent-loop", {"agents": []}),
+        _entry("agent-loop", "agent-loop", {"agents": [], "maxSteps": DEFAULT_MAX_STEPS}),
         _persistence(settings),
     ]
     model = profile_model(settings)

@@ -17,6 +17,12 @@ outcome unless that already names it, and each failure is said once however many
 layers report it (:class:`~dsh.cli.errors.Once`). Before anything boots, the
 built-in profile's sessions root is checked (:func:`~dsh.cli.settings.check_sessions_root`).
 
+``--max-steps N`` caps the steps of each turn (a turn cut off ends ``max-steps``,
+exit status 4, and the message names the flag); ``--max-turns N`` caps how many
+turns the run lets the agent take, counting turns a plugin starts after the
+prompt's own (:mod:`dsh.cli.limits`): queued input beyond it is dropped and the run
+exits 4 saying so.
+
 When stdout's reader goes away (``dsh run ... | head``) the turn is cancelled
 (reason ``output closed``) and the run exits 141 without a word.
 
@@ -37,8 +43,10 @@ import time
 
 from dsh.cli import errors
 from dsh.cli.agent import (
+    EXIT_COMPLETED,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_LIMIT,
     TurnOutcome,
     describe_reason,
     exit_status,
@@ -48,6 +56,7 @@ from dsh.cli.agent import (
 from dsh.cli.answer import EventLines, TextAnswer, detach_stdout
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
+from dsh.cli.limits import TurnBudget
 from dsh.cli.profile import Tree, resolve_tree
 from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
@@ -112,11 +121,14 @@ async def run_prompt(
     resume: str | None,
     fork: str | None = None,
     max_cost: float | None = None,
+    max_steps: int | None = None,
+    max_turns: int | None = None,
 ) -> int:
     """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring)."""
     async with booted(tree) as root:
         await load_budget(root, max_cost)
-        agent = await start_agent(root, tree, settings, resume, fork=fork)
+        agent = await start_agent(root, tree, settings, resume, fork=fork, max_steps=max_steps)
+        turn_budget = TurnBudget(root, agent, max_turns) if max_turns is not None else None
         closed: list[bool] = []
 
         def output_closed() -> None:
@@ -166,7 +178,14 @@ async def run_prompt(
             usage = summarize_usage(agent.session.events, price_of(agent.options.model), start=since)
             summary = run_summary(agent.session.id, usage, duration_ms, outcome.reason)
             print(json_text(summary), flush=True)
-        return _report(outcome, signalled, failures, key_hint(tree, settings))
+        status = _report(outcome, signalled, failures, key_hint(tree, settings))
+        if turn_budget is not None and turn_budget.stopped and status == EXIT_COMPLETED:
+            errors.ONCE.say(
+                f"stopped after {turn_budget.turns} turns (--max-turns {turn_budget.limit}) with more work queued; "
+                "raise --max-turns to let the agent go on"
+            )
+            return EXIT_LIMIT
+        return status
 
 
 def key_hint(tree: Tree, settings: Settings) -> str:
@@ -217,6 +236,8 @@ async def command(args: argparse.Namespace) -> int:
                 resume=args.resume,
                 fork=args.fork,
                 max_cost=args.max_cost,
+                max_steps=getattr(args, "max_steps", None),
+                max_turns=getattr(args, "max_turns", None),
             )
     except CliError as error:
         return report(error)

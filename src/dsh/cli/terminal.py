@@ -34,6 +34,7 @@ from dsh.core.session import (
     SESSION_EVENT,
     AbortedReason,
     CompletedReason,
+    MaxStepsReason,
     MaxTokensReason,
     Session,
     SessionEvent,
@@ -164,7 +165,7 @@ class TerminalView:
             return
         self._settle()
         if type(reason) is not CompletedReason:
-            style = "yellow" if type(reason) in (AbortedReason, MaxTokensReason) else "red"
+            style = "yellow" if type(reason) in (AbortedReason, MaxTokensReason, MaxStepsReason) else "red"
             self.console.print(Text(f"turn {turn} ended: {describe_reason(reason)}", style=style))
         self.console.print(PROMPT, end="")
 

@@ -18,6 +18,7 @@ from dsh.core.tools import (
     ToolExecution,
     as_content,
     define_model_tool,
+    define_tool,
     model_parameters,
     parse_model_args,
     tool_from_function,
@@ -420,3 +421,26 @@ async def test_parse_model_args_falls_back_to_pydantic_wording() -> None:
         '"count": Input should be greater than 0',
         '"items": List should have at most 1 item after validation, not 2',
     ]
+
+
+async def test_every_authoring_helper_passes_concurrency_safe_and_defaults_to_false() -> None:
+    """``concurrency_safe`` is off unless the author promises it; it never reaches the model."""
+
+    class Args(BaseModel):
+        path: str
+
+    async def read(args: Args, _execution: ToolExecution) -> str:
+        return args.path
+
+    assert tool_from_function(read_file).concurrency_safe is False
+    assert tool_from_function(read_file, concurrency_safe=True).concurrency_safe is True
+    assert define_model_tool("r", "R", Args, read).concurrency_safe is False
+    safe = define_model_tool("r", "R", Args, read, concurrency_safe=True)
+    assert safe.concurrency_safe is True
+    assert "concurrency" not in str(to_json(safe.schema))
+    assert define_tool("d", "D", {}, lambda _args, _execution: _nothing()).concurrency_safe is False
+    assert define_tool("d", "D", {}, lambda _args, _execution: _nothing(), concurrency_safe=True).concurrency_safe
+
+
+async def _nothing() -> tuple[Any, ...]:
+    return ()

@@ -178,6 +178,12 @@ async def test_registers_all_three_schemas_in_the_system_prompt_assembly(stack: 
     assert assembly.tools[1].parameters["required"] == ["task_id"]
 
 
+async def test_only_bash_output_may_run_alongside_other_calls(stack: Stack) -> None:
+    """bash_output only reads: it is concurrency-safe; bash and bash_kill are barriers"""
+    safe = {name: stack.tools.get(name).concurrency_safe for name in ("bash", "bash_output", "bash_kill")}  # type: ignore[union-attr]
+    assert safe == {"bash": False, "bash_output": True, "bash_kill": False}
+
+
 async def test_unregisters_everything_when_the_plugin_fiber_is_disposed_hmr_safety(stack: Stack) -> None:
     """unregisters everything when the plugin fiber is disposed (HMR safety)"""
     assert stack.executor.task_done_listener_count == 1

@@ -29,12 +29,17 @@ AgentStatus: TypeAlias = Literal["idle", "running", "disposed"]
 class AgentOptions:
     """Per-agent settings; ``None`` means "not set" (a later ``agent/request`` may supply it).
 
+    ``max_steps`` caps the steps of each turn: a turn whose model still asks for
+    more after that many steps ends with reason ``max-steps``. None defers to the
+    loop's own setting (which may be no limit); otherwise it must be at least 1.
+
     ``extra`` carries fields added by plugins (the set is merge-extensible); keys
     are the plugin's own names and values are owned by the agent once passed in.
     """
 
     model: str | None = None
     system_prompt: str | None = None
+    max_steps: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

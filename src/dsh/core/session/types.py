@@ -108,6 +108,10 @@ class MaxCostReason(_Reason, frozen=True, tag="max-cost"):
     cost: float
 
 
+class MaxStepsReason(_Reason, frozen=True, tag="max-steps"):
+    """The turn reached its step limit (``max_steps``) while the model still wanted to go on."""
+
+
 TurnEndReason: TypeAlias = (
     CompletedReason
     | AbortedReason
@@ -116,6 +120,7 @@ TurnEndReason: TypeAlias = (
     | MaxTokensReason
     | InterruptedReason
     | MaxCostReason
+    | MaxStepsReason
     | Unknown
 )
 

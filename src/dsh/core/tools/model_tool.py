@@ -182,11 +182,13 @@ def define_model_tool(
     execute: Callable[[M, ToolExecution], Awaitable[ToolReturn]],
     *,
     strict: bool | UnsetType = UNSET,
+    concurrency_safe: bool = False,
 ) -> ToolDefinition:
     """A tool whose arguments are ``args_model``; ``execute(parsed, execution)`` gets an instance.
 
     Invalid arguments raise :class:`ToolArgsError` before ``execute`` runs.
-    ``strict`` is announced only when given. Raises ``ValueError`` for a recursive model.
+    ``strict`` is announced only when given; ``concurrency_safe`` is
+    :attr:`ToolDefinition.concurrency_safe`. Raises ``ValueError`` for a recursive model.
     """
     parameters = model_parameters(args_model, strict=strict is True)
 
@@ -194,7 +196,14 @@ def define_model_tool(
         parsed = parse_model_args(args_model, args)
         return as_content(name, await execute(parsed, execution))
 
-    return ToolDefinition(name=name, description=description, parameters=parameters, execute=run, strict=strict)
+    return ToolDefinition(
+        name=name,
+        description=description,
+        parameters=parameters,
+        execute=run,
+        strict=strict,
+        concurrency_safe=concurrency_safe,
+    )
 
 
 def tool_from_function(
@@ -203,10 +212,12 @@ def tool_from_function(
     name: str | None = None,
     description: str | None = None,
     strict: bool | UnsetType = UNSET,
+    concurrency_safe: bool = False,
 ) -> ToolDefinition:
     """A tool from a typed ``async def``; its parameters are the tool's arguments.
 
-    ``name`` defaults to the function's name and ``description`` to its docstring.
+    ``name`` defaults to the function's name and ``description`` to its docstring;
+    ``concurrency_safe`` is :attr:`ToolDefinition.concurrency_safe`.
     Parameters without a default are required; ``Annotated[T, Field(description=...)]``
     documents one. A parameter annotated :class:`ToolExecution` receives the call
     itself (id, agent, abort signal) and is not shown to the model.
@@ -252,4 +263,11 @@ def tool_from_function(
             kwargs[execution_parameter] = execution
         return as_content(tool_name, await fn(**kwargs))
 
-    return ToolDefinition(name=tool_name, description=doc, parameters=schema, execute=run, strict=strict)
+    return ToolDefinition(
+        name=tool_name,
+        description=doc,
+        parameters=schema,
+        execute=run,
+        strict=strict,
+        concurrency_safe=concurrency_safe,
+    )

@@ -79,8 +79,14 @@ class ToolDefinition:
 
     ``parameters`` is a JSON Schema object, shared with every schema announced for
     the tool (do not mutate it once defined). ``strict`` is announced to the model
-    only when set. ``execute`` / ``present_call`` / ``present_result`` never reach
-    the model.
+    only when set. ``execute`` / ``present_call`` / ``present_result`` /
+    ``concurrency_safe`` never reach the model.
+
+    ``concurrency_safe`` is the tool's promise that any call of it may run at the
+    same time as other calls of concurrency-safe tools (a read-only tool that keeps
+    no state a sibling call could see half-changed). The loop then runs consecutive
+    such calls of one step together; every other call is a barrier that runs alone.
+    The default, False, is always correct.
     """
 
     name: str
@@ -90,6 +96,7 @@ class ToolDefinition:
     present_call: PresentCall | None = None
     present_result: PresentResult | None = None
     strict: bool | UnsetType = UNSET
+    concurrency_safe: bool = False
 
     @cached_property
     def schema(self) -> ToolSchema:

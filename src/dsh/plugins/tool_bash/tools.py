@@ -176,6 +176,7 @@ class BashTools:
                     kind="execute",
                     raw_input=args["task_id"],
                 ),
+                concurrency_safe=True,  # it only reads a task's buffered output
             ),
             define_tool(
                 "bash_kill",
