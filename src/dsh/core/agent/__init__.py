@@ -11,6 +11,8 @@ from dsh.core.agent.events import (
     AGENT_ERROR,
     AGENT_QUEUED,
     AGENT_REQUEST,
+    AGENT_REQUEST_ERROR,
+    AGENT_RETRY,
     AGENT_STATUS,
     AGENT_STEERING,
     AGENT_STEP_END,
@@ -30,7 +32,9 @@ from dsh.core.agent.types import (
     AgentStatus,
     CreateAgentOptions,
     QueuedInfo,
+    RequestFailure,
     ResumeAgentOptions,
+    RetryNotice,
 )
 
 __all__ = [
@@ -40,6 +44,8 @@ __all__ = [
     "AGENT_ERROR",
     "AGENT_QUEUED",
     "AGENT_REQUEST",
+    "AGENT_REQUEST_ERROR",
+    "AGENT_RETRY",
     "AGENT_STATUS",
     "AGENT_STEERING",
     "AGENT_STEP_END",
@@ -57,5 +63,7 @@ __all__ = [
     "AgentStatus",
     "CreateAgentOptions",
     "QueuedInfo",
+    "RequestFailure",
     "ResumeAgentOptions",
+    "RetryNotice",
 ]
