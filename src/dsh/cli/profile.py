@@ -135,6 +135,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
         _entry("agent-loop", "agent-loop", {"agents": []}),
+        _entry("llm-retry", "llm-retry"),
         _persistence(settings),
     ]
     model = profile_model(settings)
