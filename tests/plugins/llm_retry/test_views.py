@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 from rich.console import Console
 
 from dsh.cli.terminal import TerminalView
-from dsh.core.agent import AGENT_REQUEST_ERROR, Agent, RequestFailure
+from dsh.core.agent import AGENT_REQUEST_ERROR, AGENT_STREAM_CHUNK, Agent, RequestFailure
 from dsh.core.errors import LlmError
 from dsh.core.llm import text
 from dsh.plugins.llm_retry import retry_plugin
 from dsh.testing.harness import Harness
 from dsh.testing.logs import data_json
-from dsh.testing.scripted import Fail, error_finish, text_response
+from dsh.testing.scripted import HANG, Fail, error_finish, text_response
 from tests.plugins.llm_retry.helpers import FakeClock, highest
 
 
@@ -59,3 +60,20 @@ async def test_a_failure_the_policy_does_not_own_reaches_the_next_listener() -> 
         await agent.when_idle()
         assert seen == [(1, "INVALID_REQUEST")]
         assert data_json(agent.session, "turn/end")[0]["reason"]["code"] == "INVALID_REQUEST"
+
+
+async def test_an_abort_after_a_retry_logs_the_partial_answer_of_the_current_attempt_only() -> None:
+    script = [Fail(LlmError("busy", "SERVER"), text_response("stale")[:3]), HANG]
+    async with Harness(script) as h:
+        await h.ctx.plugin(retry_plugin(FakeClock().sleep, highest))
+        agent = h.agent()
+        streaming = asyncio.Event()
+        h.ctx.on(AGENT_STREAM_CHUNK, lambda *_args: streaming.set() if h.model.remaining == 0 else None)
+        agent.send([text("go")])
+        async with asyncio.timeout(10):
+            await streaming.wait()
+            agent.cancel()
+            await agent.when_idle()
+        messages = data_json(agent.session, "assistant/message")
+        assert [message["content"] for message in messages] == [[{"type": "text", "text": "partial"}]]
+        assert data_json(agent.session, "turn/end")[0]["reason"] == {"kind": "aborted", "reason": "cancelled"}
