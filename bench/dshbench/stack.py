@@ -3,8 +3,9 @@
 :func:`boot` loads, in the order of ``examples/base-core.yml``, the core services
 (llm, sessions, system prompt, tools, agents), optionally the invariants plugin (dev
 mode, as the examples load it), the local bash executor and the bash tools,
-a persistence backend, the DeepSeek adapter pointed at a wire server, an in-process
-no-op tool, and the agent loop. Only the model is fake (the wire server, in the parent
+a persistence backend, the DeepSeek adapter pointed at a wire server with the
+``llm-retry`` policy (idle: the wire server never fails), an in-process no-op tool,
+and the agent loop. Only the model is fake (the wire server, in the parent
 process); everything else is the code that ships.
 
 The DeepSeek adapter is the ``llm-deepseek`` plugin as it ships (one aiohttp session,
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 import dsh.adapters.deepseek as llm_deepseek
 import dsh.plugins.invariants as invariants
+import dsh.plugins.llm_retry as llm_retry
 import dsh.plugins.tool_bash as tool_bash
 from dsh.agent_loop import AgentLoop
 from dsh.core.agent import AgentRegistry
@@ -106,6 +108,7 @@ async def boot(options: StackOptions) -> Context:
             await ctx.plugin(SessionPersistenceSqlite, {"path": options.store})
     if options.base_url is not None:
         await ctx.plugin(llm_deepseek, {"apiKey": "bench-key", "baseURL": options.base_url, "models": [MODEL]})
+        await ctx.plugin(llm_retry)
     if options.noop_tool:
         await ctx.plugin(NOOP_PLUGIN)
     if options.loop:

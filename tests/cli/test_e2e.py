@@ -50,7 +50,7 @@ async def test_run_json_lines_parse_into_session_events(server: WireServer, tmp_
 async def test_a_failing_model_exits_non_zero_with_the_error_on_stderr(
     server: WireServer, tmp_path: Path, workspace: Path
 ) -> None:
-    server.add(api_error(500, "the model is on fire", "server_error"))
+    server.add(api_error(400, "the model is on fire"))  # permanent: llm-retry passes it on
     done = await dsh("run", "hi", env=child_env(base_url=server.base_url, home=tmp_path), cwd=workspace)
     assert done.status == 1
     assert done.stdout == ""

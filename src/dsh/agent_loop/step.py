@@ -16,8 +16,14 @@ from typing import Any, TypeVar
 from dsh.agent_loop.race import StepAbortedError, abort_reason, race_abort
 from dsh.agent_loop.state import LoopState
 from dsh.agent_loop.tool_calls import run_tool_calls
-from dsh.core.agent import AGENT_REQUEST, AGENT_STEP_RESULT, AGENT_STREAM_CHUNK
-from dsh.core.errors import HarnessError
+from dsh.core.agent import (
+    AGENT_REQUEST,
+    AGENT_REQUEST_ERROR,
+    AGENT_STEP_RESULT,
+    AGENT_STREAM_CHUNK,
+    RequestFailure,
+)
+from dsh.core.errors import HarnessError, LlmError
 from dsh.core.llm import (
     LLM,
     AbortedFinish,
@@ -25,6 +31,7 @@ from dsh.core.llm import (
     ErrorFinish,
     FinishReason,
     GenerateOptions,
+    LlmService,
     MaxTokensFinish,
     Message,
     TextBlock,
@@ -54,11 +61,18 @@ class StepOutcome:
 
 
 class FinishError(Exception):
-    """A model stream that ended with ``finish {kind: error|aborted}``; ``code`` may be None."""
+    """A model stream that ended with ``finish {kind: error|aborted}``; ``code`` may be None.
 
-    def __init__(self, message: str, code: str | None) -> None:
+    ``status`` and ``retry_after`` are the error finish's, when it carried them.
+    """
+
+    def __init__(
+        self, message: str, code: str | None, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.status = status
+        self.retry_after = retry_after
 
 
 async def settle(value: Any) -> Any:
@@ -81,8 +95,13 @@ def _without_tool_calls(message: Message) -> Message:
 
 def _finish_error(finish: FinishReason) -> FinishError | None:
     if isinstance(finish, ErrorFinish):
-        code = finish.code
-        return FinishError(finish.message, code if isinstance(code, str) else None)
+        code, status, retry_after = finish.code, finish.status, finish.retry_after
+        return FinishError(
+            finish.message,
+            code if isinstance(code, str) else None,
+            status if isinstance(status, int) else None,
+            retry_after if isinstance(retry_after, float | int) else None,
+        )
     if isinstance(finish, AbortedFinish):
         return FinishError("model stream aborted", "ABORTED")
     return None
@@ -102,14 +121,15 @@ async def run_step(state: LoopState, turn: int, step: int, signal: AbortSignal) 
     """One model call and its tool calls (SPEC §8.5 ``runStep``).
 
     When the step is aborted while the model streams, the text it streamed so far
-    (what the user saw) is logged as the step's ``assistant/message`` first.
+    (what the user saw) is logged as the step's ``assistant/message`` first. A failed
+    model request is offered to ``agent/request-error``, which may have it sent again.
     """
-    assembler = BlockAssembler()
+    assemblers = [BlockAssembler()]
     try:
-        message, finish, usage = await race_abort(_model_phase(state, turn, step, signal, assembler), signal)
+        message, finish, usage = await race_abort(_model_phase(state, turn, step, signal, assemblers), signal)
     except Exception:
         if signal.aborted:
-            _log_partial(state.session, turn, step, assembler)
+            _log_partial(state.session, turn, step, assemblers[-1])
         raise
     session = state.session
     ctx = state.ctx
@@ -149,8 +169,13 @@ def _log_partial(session: Session, turn: int, step: int, assembler: BlockAssembl
 
 
 async def _model_phase(
-    state: LoopState, turn: int, step: int, signal: AbortSignal, assembler: BlockAssembler
+    state: LoopState, turn: int, step: int, signal: AbortSignal, assemblers: list[BlockAssembler]
 ) -> tuple[Message, FinishReason, TokenUsage | None]:
+    """Build the request, then stream it; a failed request may be sent again (``agent/request-error``).
+
+    Each attempt folds into a fresh assembler, the last of ``assemblers`` (so an abort
+    logs the partial answer of the current attempt only, none while a retry waits).
+    """
     ctx = state.ctx
     session = state.session
     agent = state.handle
@@ -172,9 +197,42 @@ async def _model_phase(
             "NO_MODEL",
         )
     llm = require(state, LLM)
+    attempt = 1
+    while True:
+        try:
+            return await _request(state, turn, step, signal, assemblers[-1], llm, request)
+        except (LlmError, FinishError) as error:
+            if signal.aborted or not ctx.listener_count(AGENT_REQUEST_ERROR):
+                raise
+            assemblers.append(BlockAssembler())
+            failure = RequestFailure(request=request, attempt=attempt, error=_llm_error(error))
+            retry = await settle(ctx.waterfall(AGENT_REQUEST_ERROR, agent, turn, step, failure, inner=constant(False)))
+            if not retry:
+                raise
+            attempt += 1
+
+
+def _llm_error(error: LlmError | FinishError) -> LlmError:
+    if isinstance(error, LlmError):
+        return error
+    return LlmError(str(error), error.code or "UNKNOWN", error.status, cause=error, retry_after=error.retry_after)
+
+
+async def _request(
+    state: LoopState,
+    turn: int,
+    step: int,
+    signal: AbortSignal,
+    assembler: BlockAssembler,
+    llm: LlmService,
+    request: GenerateOptions,
+) -> tuple[Message, FinishReason, TokenUsage | None]:
+    """One model request: log and emit each chunk, fold it; raise on a failed finish."""
+    session = state.session
+    agent = state.handle
     stream = llm.stream(request)
     append = session.append
-    emit = ctx.emit
+    emit = state.ctx.emit
     push = assembler.push
     try:
         async for chunk in stream:

@@ -3,12 +3,14 @@
 :func:`start_agent` creates (or resumes) agent :data:`MAIN_AGENT` through the booted
 tree's ``agents`` registry, so whichever loop the tree loaded runs it. A new session
 gets a random id and the workspace (``--cwd``) as its ``cwd``; a resumed one keeps
-its own. :func:`turn_outcome` reads the log, never flags, to say how the turn a
+its own; each retry of a failed model request is said on stderr (:func:`retry_line`).
+:func:`turn_outcome` reads the log, never flags, to say how the turn a
 prompt started has ended, and :func:`exit_status` maps that to ``dsh``'s exit status.
 """
 
 from __future__ import annotations
 
+import sys
 import uuid
 from dataclasses import dataclass
 
@@ -16,7 +18,15 @@ from dsh.cli.errors import CliError
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree
 from dsh.cli.session_ids import resolve_resume, resolve_session_id
 from dsh.cli.settings import Settings
-from dsh.core.agent import AGENTS, Agent, AgentOptions, CreateAgentOptions, ResumeAgentOptions
+from dsh.core.agent import (
+    AGENT_RETRY,
+    AGENTS,
+    Agent,
+    AgentOptions,
+    CreateAgentOptions,
+    ResumeAgentOptions,
+    RetryNotice,
+)
 from dsh.core.errors import HarnessError
 from dsh.core.llm import LLM, variant_tag
 from dsh.core.persistence import SESSION_PERSISTENCE
@@ -103,6 +113,7 @@ async def start_agent(
         max_steps=max_steps,
     )
     resume = await fork_session(root, fork) if fork is not None else await resolve_resume(root, resume)
+    root.on(AGENT_RETRY, lambda _agent, _turn, _step, notice: print(retry_line(notice), file=sys.stderr, flush=True))
     try:
         if resume is not None:
             return await agents.resume(
@@ -119,6 +130,16 @@ async def start_agent(
     except HarnessError as error:
         what = f'cannot resume session "{resume}"' if resume is not None else "cannot start the agent"
         raise CliError(f"{what}: {error}") from error
+
+
+def retry_line(notice: RetryNotice) -> str:
+    """``dsh: retrying in 4 s (429 RATE_LIMIT), attempt 2 of 4``: one line per scheduled retry."""
+    error = notice.error
+    why = error.code if error.status is None else f"{error.status} {error.code}"
+    return (
+        f"dsh: retrying in {notice.delay_ms / 1000:.3g} s ({why}), "
+        f"attempt {notice.attempt + 1} of {notice.max_attempts}"
+    )
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("tool-bash", "tool-bash"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
         _entry("agent-loop", "agent-loop", {"agents": [], "maxSteps": DEFAULT_MAX_STEPS}),
+        _entry("llm-retry", "llm-retry"),
         _persistence(settings),
     ]
     model = profile_model(settings)

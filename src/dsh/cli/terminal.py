@@ -9,7 +9,9 @@
 * a card per tool call (the tool's own presentation: for ``bash``, the command and
   its description) and per result (the last lines of output; red when it failed),
   with a spinner while the tool runs;
-* a closing line when a turn ends other than ``completed``, then the prompt.
+* a closing line when a turn ends other than ``completed``, then the prompt;
+* on a retry of a failed model request, the failed attempt's text frozen as it was
+  and a spinner until the next attempt streams (the retry's stderr line says why).
 
 At most one live display runs at a time (rich allows no more); :meth:`close` stops
 whatever is running. Listener callbacks never raise into the loop.
@@ -28,7 +30,7 @@ from rich.status import Status
 from rich.text import Text
 
 from dsh.cli.agent import describe_reason
-from dsh.core.agent import AGENT_STEP_START, AGENT_STREAM_CHUNK, AGENT_TURN_END, Agent
+from dsh.core.agent import AGENT_RETRY, AGENT_STEP_START, AGENT_STREAM_CHUNK, AGENT_TURN_END, Agent, RetryNotice
 from dsh.core.llm import ContentBlock, ReasoningDeltaChunk, StreamChunk, TextDeltaChunk, text_of
 from dsh.core.session import (
     SESSION_EVENT,
@@ -79,6 +81,7 @@ class TerminalView:
         root.on(AGENT_STREAM_CHUNK, self.on_chunk)
         root.on(SESSION_EVENT, self.on_event)
         root.on(AGENT_TURN_END, self.on_turn_end)
+        root.on(AGENT_RETRY, self.on_retry)
 
     # --------------------------------------------------------------- displays
     def _spin(self, message: str) -> None:
@@ -145,6 +148,10 @@ class TerminalView:
             self._live.start()
         else:
             self._live.update(self._answer())
+
+    def on_retry(self, agent: Agent, _turn: int, _step: int, notice: RetryNotice) -> None:
+        if agent is self.agent:
+            self._spin(f"retrying in {notice.delay_ms / 1000:.3g} s…")
 
     def on_event(self, session: Session, event: SessionEvent) -> None:
         if session is not self.agent.session:

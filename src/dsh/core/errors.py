@@ -5,8 +5,8 @@ stable machine-readable ``code`` beside its human message::
 
     Exception
      └── HarnessError(message, code, cause)        code e.g. "UNKNOWN", "ABORTED"
-          ├── LlmError(message, code, status)      NO_ADAPTER, DUPLICATE_ADAPTER, UNSUPPORTED, AUTH,
-          │                                        RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<n>,
+          ├── LlmError(message, code, status,      NO_ADAPTER, DUPLICATE_ADAPTER, UNSUPPORTED, AUTH,
+          │            retry_after)                RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<n>,
           │                                        EMPTY_RESPONSE, STREAM_CLOSED, MALFORMED_RESPONSE
           ├── ToolArgsError(violations)            INVALID_ARGS
           ├── ToolNotFoundError(tool_name)         UNKNOWN_TOOL
@@ -19,7 +19,10 @@ that meets them, keeping the original as ``__cause__``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn
 
 import msgspec
@@ -55,11 +58,60 @@ def is_harness_error(value: object) -> bool:
 
 
 class LlmError(HarnessError):
-    """A model-provider failure; ``status`` is the HTTP status when one applies."""
+    """A model-provider failure.
 
-    def __init__(self, message: str, code: str, status: int | None = None, cause: object = None) -> None:
+    ``status`` is the HTTP status when one applies; ``retry_after`` is the delay in
+    seconds the provider asked for before another request (its ``Retry-After``), if
+    it named one (see :func:`retry_after_seconds`). Both are facts the adapter saw:
+    whether to retry is a policy's decision, never the adapter's.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        code: str,
+        status: int | None = None,
+        cause: object = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message, code, cause)
         self.status = status
+        self.retry_after = retry_after
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The delay a provider's response headers ask for, in seconds (>= 0), or None.
+
+    Reads ``retry-after-ms`` (milliseconds, an OpenAI-style extension) first, then
+    ``Retry-After``: delta seconds (a decimal fraction is accepted) or an HTTP date,
+    measured from ``now`` (epoch seconds; the wall clock by default) and never
+    negative. ``headers`` must look names up case-insensitively (aiohttp and httpx
+    headers do). A missing, negative or unreadable value gives None.
+    """
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an obsolete date form without a zone: HTTP dates are GMT
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 class ToolArgsError(HarnessError):

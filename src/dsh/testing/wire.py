@@ -225,12 +225,14 @@ class HttpError:
     """A non-streaming answer: ``status`` with ``body``.
 
     A mapping body is sent as JSON (``application/json``); text or bytes are sent as
-    they are with ``content_type`` (``text/plain`` unless given).
+    they are with ``content_type`` (``text/plain`` unless given). ``headers`` are sent
+    too (``[("retry-after", "2")]``).
     """
 
     status: int
     body: Mapping[str, Any] | str | bytes = b""
     content_type: str | None = None
+    headers: Sequence[tuple[str, str]] = ()
 
     def encoded(self) -> tuple[str, bytes]:
         if isinstance(self.body, Mapping):
@@ -265,9 +267,12 @@ class RawResponse:
 Entry: TypeAlias = Reply | HttpError | NoBody | Silence | RawResponse
 
 
-def api_error(status: int, message: str, error_type: str = "invalid_request_error") -> HttpError:
-    """An error answer shaped like the provider's: ``{"error": {"message", "type", ...}}``."""
-    return HttpError(status, {"error": {"message": message, "type": error_type, "param": None, "code": None}})
+def api_error(
+    status: int, message: str, error_type: str = "invalid_request_error", headers: Sequence[tuple[str, str]] = ()
+) -> HttpError:
+    """An error answer shaped like the provider's: ``{"error": {"message", "type", ...}}``, with ``headers``."""
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+    return HttpError(status, body, headers=headers)
 
 
 def tool_call(index: int, call_id: str, name: str, arguments: str, *, pieces: int = 2) -> list[ToolCallDelta]:
@@ -569,7 +574,7 @@ class WireServer:
             return await self._send_error(writer, 500, message, keep=keep)
         if isinstance(entry, HttpError):
             content_type, body = entry.encoded()
-            return await self._send(writer, entry.status, content_type, body, keep=keep)
+            return await self._send(writer, entry.status, content_type, body, keep=keep, extra=entry.headers)
         if isinstance(entry, NoBody):
             return await self._send(writer, entry.status, "text/event-stream", b"", keep=keep)
         if isinstance(entry, Silence):
@@ -582,9 +587,16 @@ class WireServer:
         return await self._stream(reader, writer, entry, keep=keep)
 
     async def _send(
-        self, writer: asyncio.StreamWriter, status: int, content_type: str, body: bytes, *, keep: bool
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        content_type: str,
+        body: bytes,
+        *,
+        keep: bool,
+        extra: Sequence[tuple[str, str]] = (),
     ) -> bool:
-        headers = [("content-type", content_type), ("content-length", str(len(body)))]
+        headers = [("content-type", content_type), ("content-length", str(len(body))), *extra]
         if not keep:
             headers.append(("connection", "close"))
         writer.write(_head(status, headers) + body)

@@ -220,7 +220,7 @@ async def test_maps_HTTP_errors_to_error_finish_chunks_pi_ai_in_stream_style(
     assert reason["code"] == "AUTH"
     assert "bad key" in str(reason["message"]) or "401" in str(reason["message"])
     result = await generate_failure(llm, server, api_error(401, "bad key"))
-    assert result == {"kind": "error", "message": "bad key", "code": "AUTH"}
+    assert result == {"kind": "error", "message": "bad key", "code": "AUTH", "status": 401}
 
 
 async def generate_failure(llm: LlmService, server: WireServer, entry: object) -> object:
@@ -249,7 +249,7 @@ async def test_maps_HTTP_status_to_stable_error_code(
     server.add(api_error(status, f"provider says no ({status})"))
     await load(root, server)
     _, reason = await finish_of(llm)
-    assert reason == {"kind": "error", "message": f"provider says no ({status})", "code": code}
+    assert reason == {"kind": "error", "message": f"provider says no ({status})", "code": code, "status": status}
 
 
 async def test_keeps_a_status_line_message_for_error_bodies_without_a_message(
@@ -266,7 +266,12 @@ async def test_keeps_a_status_line_message_for_error_bodies_without_a_message(
     expected = [(500, "SERVER"), (500, "SERVER"), (502, "SERVER"), (429, "RATE_LIMIT")]
     for status, code in expected:
         _, reason = await finish_of(llm)
-        assert reason == {"kind": "error", "message": f"provider API error (HTTP {status})", "code": code}
+        assert reason == {
+            "kind": "error",
+            "message": f"provider API error (HTTP {status})",
+            "code": code,
+            "status": status,
+        }
 
 
 async def test_rejects_prefill_with_UNSUPPORTED(root: Context, llm: LlmService, server: WireServer) -> None:

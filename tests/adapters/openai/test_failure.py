@@ -46,7 +46,12 @@ def test_maps_routable_HTTP_ish_error_messages_to_stable_codes(
     """mapStopReason / mapUsage / maps routable HTTP-ish error messages to stable codes"""
     error = status_error(cls, status)
     assert status_error_code(error) == code
-    assert to_json(request_failure(error)) == {"kind": "error", "message": f"said {status}", "code": code}
+    assert to_json(request_failure(error)) == {
+        "kind": "error",
+        "message": f"said {status}",
+        "code": code,
+        "status": status,
+    }
 
 
 def test_connection_failures_without_a_cause_keep_the_sdk_message() -> None:

@@ -15,6 +15,8 @@ from dsh.core.agent import (
     Agent,
     AgentStatus,
     QueuedInfo,
+    RequestFailure,
+    RetryNotice,
 )
 from dsh.core.llm import ContentBlock, GenerateOptions, Message, MessageSource, StreamChunk, UserSource, text
 from dsh.core.session import TurnEndReason
@@ -36,6 +38,8 @@ EXPECTED: dict[str, tuple[str, str, tuple[object, ...], object]] = {
         (Agent, int, int, GenerateOptions),
         Awaitable[GenerateOptions],
     ),
+    "AGENT_REQUEST_ERROR": ("agent/request-error", "waterfall", (Agent, int, int, RequestFailure), Awaitable[bool]),
+    "AGENT_RETRY": ("agent/retry", "emit", (Agent, int, int, RetryNotice), None),
     "AGENT_STEP_RESULT": ("agent/step-result", "waterfall", (Agent, int, int, Message), Awaitable[Message]),
     "AGENT_TURN_CONTINUATION": ("agent/turn-continuation", "waterfall", (Agent, int, bool), Awaitable[bool]),
     "AGENT_STREAM_CHUNK": ("agent/stream-chunk", "emit", (Agent, int, int, StreamChunk), None),

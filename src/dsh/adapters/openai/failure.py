@@ -7,7 +7,8 @@ with an ``ErrorFinish`` whose ``code`` says what went wrong (SPEC §2.3 codes):
   -- ``AuthenticationError`` / ``PermissionDeniedError`` ``AUTH``, ``RateLimitError``
   ``RATE_LIMIT``, ``BadRequestError`` ``INVALID_REQUEST``, ``InternalServerError``
   (any 5xx) ``SERVER``, any other status ``HTTP_<status>`` -- with the message of the
-  provider's error body when it has one, else ``provider API error (HTTP <status>)``;
+  provider's error body when it has one, else ``provider API error (HTTP <status>)``,
+  and the ``status`` and the ``Retry-After`` delay (``retry_after``) on the finish;
   a connection failure or timeout is ``NETWORK``, naming the URL;
 * while reading the answer: a broken connection is ``STREAM_CLOSED``; an error event
   in the stream keeps the provider's message and code (``PROVIDER_ERROR`` without
@@ -21,8 +22,8 @@ from collections.abc import Mapping
 
 import openai
 
-from dsh.core.errors import error_code, error_message
-from dsh.core.llm import ErrorFinish
+from dsh.core.errors import error_code, error_message, retry_after_seconds
+from dsh.core.llm import UNSET, ErrorFinish
 from dsh.core.redact import redact_secrets
 
 
@@ -49,7 +50,13 @@ def request_failure(error: Exception) -> ErrorFinish:
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         message = redact_secrets(_body_message(error.body) or f"provider API error (HTTP {status})")
-        return ErrorFinish(message=message, code=status_error_code(error))
+        retry_after = retry_after_seconds(error.response.headers)
+        return ErrorFinish(
+            message=message,
+            code=status_error_code(error),
+            status=status,
+            retry_after=UNSET if retry_after is None else retry_after,
+        )
     if isinstance(error, openai.APIConnectionError):
         cause = error.__cause__
         detail = error_message(cause) if cause is not None else error_message(error)

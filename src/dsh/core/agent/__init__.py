@@ -11,6 +11,8 @@ from dsh.core.agent.events import (
     AGENT_ERROR,
     AGENT_QUEUED,
     AGENT_REQUEST,
+    AGENT_REQUEST_ERROR,
+    AGENT_RETRY,
     AGENT_STATUS,
     AGENT_STEERING,
     AGENT_STEP_END,
@@ -31,7 +33,9 @@ from dsh.core.agent.types import (
     CreateAgentOptions,
     EndTurn,
     QueuedInfo,
+    RequestFailure,
     ResumeAgentOptions,
+    RetryNotice,
 )
 
 __all__ = [
@@ -41,6 +45,8 @@ __all__ = [
     "AGENT_ERROR",
     "AGENT_QUEUED",
     "AGENT_REQUEST",
+    "AGENT_REQUEST_ERROR",
+    "AGENT_RETRY",
     "AGENT_STATUS",
     "AGENT_STEERING",
     "AGENT_STEP_END",
@@ -59,5 +65,7 @@ __all__ = [
     "CreateAgentOptions",
     "EndTurn",
     "QueuedInfo",
+    "RequestFailure",
     "ResumeAgentOptions",
+    "RetryNotice",
 ]

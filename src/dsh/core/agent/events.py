@@ -19,9 +19,10 @@ own plugin, where a failure is only logged. A synchronous raise:
   ``error`` (``disposed`` when the agent is being disposed) and ``agent/error``
   reports the failure;
 * fails the turn the same way, but the turn still closes normally
-  (``agent/turn-end`` fires with reason ``error``), for the events of the model call (``agent/request``,
-  ``agent/stream-chunk``, ``agent/step-result``: the reason is ``aborted`` instead
-  when the step's abort fired, ``disposed`` when the agent is being disposed),
+  (``agent/turn-end`` fires with reason ``error``), for the events of the model call
+  (``agent/request``, ``agent/stream-chunk``, ``agent/request-error``, ``agent/retry``,
+  ``agent/step-result``: the reason is ``aborted`` instead when the step's abort fired,
+  ``disposed`` when the agent is being disposed),
   for ``agent/step-end`` (caught where it is emitted, after ``step/end`` was
   logged) and for ``agent/turn-continuation``;
 * is contained for ``agent/turn-end`` (the turn is already closed: the failure is
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from dsh.core.agent.types import Agent, AgentStatus, QueuedInfo
+from dsh.core.agent.types import Agent, AgentStatus, QueuedInfo, RequestFailure, RetryNotice
 from dsh.core.llm.types import ContentBlock, GenerateOptions, Message, MessageSource, StreamChunk
 from dsh.core.session.types import TurnEndReason
 from dsh.kernel import EmitEvent, WaterfallEvent
@@ -138,6 +139,34 @@ AGENT_REQUEST: WaterfallEvent[[Agent, int, int, GenerateOptions], Awaitable[Gene
     """,
 )
 """Shapes (or replaces) each model request. See ``doc``."""
+
+AGENT_REQUEST_ERROR: WaterfallEvent[[Agent, int, int, RequestFailure], Awaitable[bool]] = WaterfallEvent(
+    "agent/request-error",
+    doc="""waterfall ``(agent, turn, step, failure, next) -> Awaitable[bool]``.
+
+    Runs when a step's model request failed (the stream raised an ``LlmError`` or
+    ended with an error finish) while the step's abort has not fired. True sends
+    ``failure.request`` again, unchanged, within the same step; the default (and a
+    listener's ``next()`` when no one else decides) is False: the failure ends the
+    turn. A listener that owns the decision waits out its backoff before it
+    answers True; it runs inside the step's abort race, so a cancel interrupts the
+    wait at once (its awaitable is cancelled) and the turn ends ``aborted``. The
+    failed attempt's chunks stay logged as ``assistant/chunk`` (the model never sees
+    them: no ``assistant/message`` is logged for them) and the next attempt is
+    assembled afresh. A raise fails the step and the turn (reason ``error``).
+    """,
+)
+"""Decides whether a failed model request is sent again. See ``doc``."""
+
+AGENT_RETRY: EmitEvent[[Agent, int, int, RetryNotice]] = EmitEvent(
+    "agent/retry",
+    doc="""emit ``(agent, turn, step, notice)``: a retry policy (the ``llm-retry`` plugin) will send
+    the step's failed model request again after ``notice.delay_ms``. UIs show it ("retrying
+    in 4 s (429)") and drop what they showed of the failed attempt's stream. Emitted by the
+    policy, not the loop; a raise fails the step and the turn (reason ``error``).
+    """,
+)
+"""A failed model request will be retried. See ``doc``."""
 
 AGENT_STEP_RESULT: WaterfallEvent[[Agent, int, int, Message], Awaitable[Message]] = WaterfallEvent(
     "agent/step-result",

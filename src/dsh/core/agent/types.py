@@ -15,7 +15,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from msgspec import Struct
 
-from dsh.core.llm.types import ContentBlock, MessageSource
+from dsh.core.errors import LlmError
+from dsh.core.llm.types import ContentBlock, GenerateOptions, MessageSource
 from dsh.core.session import Session
 from dsh.core.session.types import SessionId, SessionMeta, TurnEndReason
 
@@ -176,3 +177,33 @@ class AgentFactory(Protocol):
     def resume(self, options: ResumeAgentOptions) -> Awaitable[Agent]:
         """Load a persisted session and start an agent on it."""
         ...
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """A model request of a step that failed (the payload of ``agent/request-error``).
+
+    ``request`` is the request as sent (a retry sends it again unchanged); ``attempt``
+    counts the requests of this step so far, from 1; ``error`` is the failure, an
+    in-band error finish included, as an :class:`~dsh.core.errors.LlmError` (its
+    ``code``, ``status`` and ``retry_after``).
+    """
+
+    request: GenerateOptions
+    attempt: int
+    error: LlmError
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """A failed model request will be sent again (the payload of ``agent/retry``).
+
+    ``attempt`` is the number of the request that failed, ``max_attempts`` the most
+    the policy sends for this step, ``delay_ms`` the wait before the next one and
+    ``error`` the failure.
+    """
+
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error: LlmError

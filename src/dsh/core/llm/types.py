@@ -116,9 +116,14 @@ class AbortedFinish(_Finish, frozen=True, tag="aborted"):
     pass
 
 
-class ErrorFinish(_Finish, frozen=True, tag="error"):
+class ErrorFinish(_Finish, frozen=True, tag="error", rename="camel"):
+    """A failed model call reported in band: ``code`` as in :class:`~dsh.core.errors.LlmError`;
+    ``status`` the HTTP status and ``retry_after`` the seconds the provider asked to wait, when known."""
+
     message: str
     code: str | UnsetType = UNSET
+    status: int | UnsetType = UNSET
+    retry_after: Annotated[float, Meta(ge=0)] | UnsetType = UNSET
 
 
 FinishReason: TypeAlias = StopFinish | ToolCallsFinish | MaxTokensFinish | AbortedFinish | ErrorFinish | Unknown
