@@ -46,12 +46,16 @@ def tree(tmp_path: Path) -> Path:
     return path
 
 
-async def test_session_new_with_an_mcp_server_from_the_sdk_client(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_session_new_with_an_mcp_server_from_the_sdk_client(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.ERROR)
     state = tmp_path / "state"
     state.mkdir()
     script = [
-        Reply([*tool_call(0, "call_mcp", "mcp__tools__echo", json.dumps({"text": "from mcp"})), WireFinish("tool_calls")]),
+        Reply(
+            [*tool_call(0, "call_mcp", "mcp__tools__echo", json.dumps({"text": "from mcp"})), WireFinish("tool_calls")]
+        ),
         text_reply("echoed"),
     ]
     async with WireServer(script) as wire:
@@ -64,7 +68,9 @@ async def test_session_new_with_an_mcp_server_from_the_sdk_client(tmp_path: Path
             env=[EnvVariable(name="MCP_TEST_STATE", value=str(state))],
         )
         command = ["-m", "dsh.cli", "--config", str(tree(tmp_path)), "--model", "deepseek-v4-flash", "acp"]
-        async with acp.spawn_agent_process(cast(acp.Client, recorder), sys.executable, *command, env=env, cwd=tmp_path) as (
+        async with acp.spawn_agent_process(
+            cast(acp.Client, recorder), sys.executable, *command, env=env, cwd=tmp_path
+        ) as (
             conn,
             proc,
         ):
@@ -78,7 +84,8 @@ async def test_session_new_with_an_mcp_server_from_the_sdk_client(tmp_path: Path
             done = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("echo it")])
             assert done.stop_reason == "end_turn"
             progress = [update for update in recorder.updates if isinstance(update, ToolCallProgress)]
-            assert progress and progress[-1].status == "completed"
+            assert progress
+            assert progress[-1].status == "completed"
             assert "from mcp" in json.dumps(progress[-1].model_dump(mode="json"))
             proc.terminate()
             assert await proc.wait() == 0

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh.acp.mcp_servers import local_name, mcp_capabilities, session_servers
 from dsh.acp.jsonrpc import RequestError
+from dsh.acp.mcp_servers import local_name, mcp_capabilities, session_servers
 from dsh.core.mcp import HttpServer, StdioServer
 from dsh.plugins import mcp_client
 from dsh.plugins.mcp_client import McpServers
@@ -85,7 +85,9 @@ async def test_session_new_runs_the_servers_for_that_session(tmp_path: Path) -> 
         assert "mcp__tools__echo" in service.tool_names(session_id)
         assert service.tool_names("someone-else") == []
         assert (await stack.client.prompt(session_id, "which pid?"))["stopReason"] == "end_turn"
-        results = [u for u in stack.updates if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"]
+        results = [
+            u for u in stack.updates if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"
+        ]
         pid = int(results[0]["content"][0]["content"]["text"])
         assert alive(pid)
         await stack.close_client_transport()

@@ -94,5 +94,6 @@ def session_servers(raw: Sequence[Any], transports: frozenset[str]) -> dict[str,
                     + (" or an http one" if "http" in transports else "")
                 )
         except ValidationError as error:
-            raise RequestError.invalid_params(f'MCP server "{entry.name}": {error.errors(include_url=False)}') from error
+            problems = error.errors(include_url=False)
+            raise RequestError.invalid_params(f'MCP server "{entry.name}": {problems}') from error
     return servers

@@ -8,10 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dsh.core.mcp import StdioServer
+from dsh.core.mcp import MCP, StdioServer
 from dsh.core.tools import ToolExecution, ToolExecutionResult
 from dsh.kernel import AbortSignal, Fiber
-from dsh.core.mcp import MCP
 from dsh.plugins import mcp_client
 from dsh.plugins.mcp_client import McpServers
 from dsh.testing.harness import Harness
@@ -41,7 +40,9 @@ async def call(
     h: Harness, name: str, arguments: Any, *, agent: object = None, signal: AbortSignal | None = None
 ) -> ToolExecutionResult:
     """Run one call through the real registry."""
-    return await h.tools.execute(ToolExecution(call_id="c1", name=name, arguments=arguments, agent=agent, signal=signal))
+    return await h.tools.execute(
+        ToolExecution(call_id="c1", name=name, arguments=arguments, agent=agent, signal=signal)
+    )
 
 
 def text(result: ToolExecutionResult) -> str:
@@ -78,4 +79,3 @@ class FakeAgent:
 
     def __init__(self, session_id: str) -> None:
         self.session = type("S", (), {"id": session_id})()
-

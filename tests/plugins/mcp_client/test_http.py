@@ -14,6 +14,7 @@ async def test_http_tools_are_listed_and_called(http_url: str) -> None:
         assert service.connections()["web"].spec.transport == "http"
         assert (await call(h, "mcp__web__echo", {"text": "over http"})).content == (TextBlock(text="over http"),)
         failed = await call(h, "mcp__web__fail", {"reason": "remote"})
-        assert failed.is_error is True and "remote" in text(failed)
+        assert failed.is_error is True
+        assert "remote" in text(failed)
         await fiber.dispose()
         assert mcp_tools(h) == []

@@ -54,7 +54,8 @@ async def test_an_error_result_and_bad_arguments_are_tool_errors(state: Path) ->
         failed = await call(h, "mcp__t__fail", {"reason": "on purpose"})
         assert failed.is_error is True
         assert "it failed: on purpose" in text(failed)
-        assert failed.error and failed.error.code == "MCP_TOOL_ERROR"
+        assert failed.error
+        assert failed.error.code == "MCP_TOOL_ERROR"
         wrong = await call(h, "mcp__t__echo", "not an object")
         assert wrong.is_error is True
         assert "must be a JSON object" in text(wrong)
@@ -103,9 +104,11 @@ async def test_a_changed_list_after_a_restart_replaces_the_tools(state: Path) ->
         assert "mcp__t__multiply" in mcp_tools(h)
         assert "mcp__t__add" not in mcp_tools(h)
         echo = h.tools.get("mcp__t__echo")
-        assert echo is not None and echo.description == "Echo it."
+        assert echo is not None
+        assert echo.description == "Echo it."
         pid = h.tools.get("mcp__t__pid")
-        assert pid is not None and "prefix" in pid.parameters["properties"]
+        assert pid is not None
+        assert "prefix" in pid.parameters["properties"]
         assert text(await call(h, "mcp__t__multiply", {"a": 4, "b": 5})) == "20"
 
 
@@ -160,9 +163,10 @@ async def test_a_tool_name_taken_by_another_tool_is_skipped(state: Path) -> None
         assert text(await call(h, "mcp__t__add", {"a": 1, "b": 1})) == "2"
 
 
-async def test_a_start_that_takes_too_long_counts_as_failed(state: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_start_that_takes_too_long_counts_as_failed(caplog: pytest.LogCaptureFixture) -> None:
     async with Harness() as h:
-        _, service = await boot(h, config(state, startTimeout=0.001, maxRestarts=0))
+        silent = {"command": "/bin/sleep", "args": ["30"]}  # starts, never answers the handshake
+        _, service = await boot(h, {"servers": {"t": silent}, "startTimeout": 0.5, "maxRestarts": 0})
         assert service.connections()["t"].state == "failed"
         assert "did not start within" in caplog.text
         assert mcp_tools(h) == []

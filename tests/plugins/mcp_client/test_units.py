@@ -69,7 +69,8 @@ def test_a_config_that_is_not_a_mapping_of_servers_is_left_to_pydantic() -> None
 def test_public_names_are_safe_short_and_distinct() -> None:
     assert public_tool_name("gh", "create_issue") == "mcp__gh__create_issue"
     dotted = public_tool_name("gh", "issues.create")
-    assert dotted.startswith("mcp__gh__issues_create_") and len(dotted) == len("mcp__gh__issues_create_") + 12
+    assert dotted.startswith("mcp__gh__issues_create_")
+    assert len(dotted) == len("mcp__gh__issues_create_") + 12
     assert dotted != public_tool_name("gh", "issues_create")
     long = public_tool_name("server", "x" * 100)
     assert len(long) == MAX_TOOL_NAME
@@ -84,7 +85,9 @@ def test_content_blocks_of_every_kind() -> None:
     blob = mcp_types.EmbeddedResource(
         type="resource", resource=mcp_types.BlobResourceContents(uri="file:///a.bin", blob="AAAA")
     )
-    assert content_block(blob) == TextBlock(text="[resource file:///a.bin (binary data, 4 base64 characters) not shown]")
+    assert content_block(blob) == TextBlock(
+        text="[resource file:///a.bin (binary data, 4 base64 characters) not shown]"
+    )
     typed = mcp_types.EmbeddedResource(
         type="resource",
         resource=mcp_types.BlobResourceContents(uri="file:///a.pdf", blob="AA", mime_type="application/pdf"),

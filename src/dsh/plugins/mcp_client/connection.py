@@ -31,8 +31,8 @@ from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, cast
 
 from dsh.core.errors import HarnessError
-from dsh.kernel import AbortError, AbortSignal
 from dsh.core.mcp import HttpServer, StdioServer
+from dsh.kernel import AbortError, AbortSignal
 from dsh.plugins.mcp_client.config import McpConfig
 
 if TYPE_CHECKING:
@@ -112,6 +112,11 @@ class ServerConnection:
         self.state = "stopped"
         self._changed.set()
 
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stopping
+
     async def wait_started(self) -> ConnectionState:
         """Return the state once the first start has connected or failed (any state but ``starting``)."""
         while self.state == "starting":
@@ -152,7 +157,7 @@ class ServerConnection:
             await asyncio.wait({waiter}, timeout=delay)
             waiter.cancel()
             await asyncio.wait({waiter})
-            if self._stopping:
+            if self.stopping:
                 return
             delay = min(delay * 2, config.max_restart_delay)
 

@@ -1,9 +1,9 @@
 """The ``mcp`` service: MCP servers whose tools the model can call.
 
-:class:`McpServers` is a class plugin providing :data:`dsh.core.mcp.MCP`. The servers of
-its config run for every session while the plugin is loaded;
-:meth:`McpServers.start_for_session` (the :class:`~dsh.core.mcp.McpHost` seam) runs more servers for one session only (what
-an ACP client passes in ``session/new``), until the returned effect, or the caller's
+:class:`McpServers` provides :data:`dsh.core.mcp.MCP` (the :class:`~dsh.core.mcp.McpHost`
+seam). The servers of its config run for every session while the plugin is loaded;
+:meth:`McpServers.start_for_session` runs more servers for one session only (what an
+ACP client passes in ``session/new``), until the returned effect, or the caller's
 fiber, is disposed.
 
 **Tools.** Each server tool is registered in the tool registry as
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from dsh.core.agent import AGENT_REQUEST, Agent
 from dsh.core.errors import ToolArgsError, ToolNotFoundError
 from dsh.core.llm import ContentBlock, GenerateOptions
-from dsh.core.tools import TOOLS, ToolDefinition, ToolExecution
 from dsh.core.mcp import HttpServer, McpHost, StdioServer
+from dsh.core.tools import TOOLS, ToolDefinition, ToolExecution
 from dsh.kernel import Context, Effect
 from dsh.plugins.mcp_client.config import McpConfig
 from dsh.plugins.mcp_client.connection import ServerConnection
@@ -127,9 +127,10 @@ class McpServers(McpHost):
             hosted = scopes.setdefault(scope, hosted)
             started: list[ServerConnection] = []
             for server, spec in servers.items():
-                connection = ServerConnection(server, spec, self.config, on_tools=_ignore, on_down=_nothing, warn=self._warn)
-                connection.on_tools = lambda tools, c=connection: self._publish(scope, c, tools)
-                connection.on_down = lambda c=connection: self._publish(scope, c, ())
+                connection = ServerConnection(
+                    server, spec, self.config, on_tools=_ignore, on_down=_nothing, warn=self._warn
+                )
+                self._report_to(scope, connection)
                 hosted[server] = connection
                 started.append(connection)
             for connection in started:
@@ -146,6 +147,18 @@ class McpServers(McpHost):
             return stop
 
         return owner.effect(body, label)
+
+    def _report_to(self, scope: Scope, connection: ServerConnection) -> None:
+        """Have ``connection`` publish its tools in ``scope`` (and withdraw them when it gives up)."""
+
+        def on_tools(tools: Sequence[mcp_types.Tool]) -> None:
+            self._publish(scope, connection, tools)
+
+        def on_down() -> None:
+            self._publish(scope, connection, ())
+
+        connection.on_tools = on_tools
+        connection.on_down = on_down
 
     async def _teardown(self) -> None:
         """Stop the servers of every scope (sessions' too) and withdraw their tools."""
@@ -184,10 +197,13 @@ class McpServers(McpHost):
         if slot is not None and slot.bindings.keys() - {scope}:
             slot.bindings[scope] = binding  # shared with other scopes: the first definition stays
             return True
-        if slot is not None and slot.definition.description == definition.description:
-            if slot.definition.parameters == definition.parameters:
-                slot.bindings[scope] = binding
-                return True
+        same = slot is not None and (slot.definition.description, slot.definition.parameters) == (
+            definition.description,
+            definition.parameters,
+        )
+        if slot is not None and same:
+            slot.bindings[scope] = binding
+            return True
         if slot is not None:
             self._drop(public, slot)
         try:
