@@ -16,6 +16,7 @@ from dsh.plugins.mcp_client import McpServers
 from dsh.testing.scripted import text_response, tool_call_response
 from tests.acp.client import RpcResponseError
 from tests.acp.helpers import CWD, bridge_stack
+from tests.acp.test_load import persist_turn
 from tests.plugins.mcp_client.helpers import SERVER, alive
 
 ALL = frozenset({"stdio", "http"})
@@ -112,3 +113,21 @@ async def test_bad_servers_are_refused_before_a_session_opens(tmp_path: Path) ->
             await stack.client.new_session(CWD, mcpServers=[{"type": "sse", "name": "s", "url": "http://h"}])
         assert "sse servers are not supported" in caught.value.message
         assert stack.agents.list() == []
+
+
+async def test_session_load_runs_the_servers_for_the_resumed_session(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    session_id = await persist_turn(tmp_path, "remember this", "remembered answer")
+    async with bridge_stack(tmp_path) as loader:
+        fiber = await loader.ctx.plugin(mcp_client, {})
+        await loader.client.initialize()
+        request = {"sessionId": session_id, "cwd": CWD, "mcpServers": [stdio_entry("tools", state)]}
+        assert await loader.client.request("session/load", request) == {}
+        service = fiber.instance
+        assert isinstance(service, McpServers)
+        assert "mcp__tools__echo" in service.tool_names(session_id)
+        (pid,) = [int(path.name.split("-")[1]) for path in state.glob("started-*")]
+        await loader.close_client_transport()
+        await loader.acp_fiber.dispose()
+        assert not alive(pid)
