@@ -121,8 +121,8 @@ async def test_accepts_session_new_with_additional_directories_empty(tmp_path: P
         assert stack.agent(session_id).session.header.cwd == CWD
 
 
-async def test_rejects_non_empty_mcp_servers_until_mcp_wiring_is_implemented(tmp_path: Path) -> None:
-    """rejects non-empty mcpServers until MCP wiring is implemented"""
+async def test_rejects_non_empty_mcp_servers_without_the_mcp_plugin(tmp_path: Path) -> None:
+    """rejects non-empty mcpServers when no MCP host is loaded, naming the plugin to add"""
     async with bridge_stack(tmp_path) as stack:
         await stack.client.initialize()
         server = {"name": "fs", "command": "/bin/mcp-fs", "args": [], "env": []}
@@ -130,6 +130,6 @@ async def test_rejects_non_empty_mcp_servers_until_mcp_wiring_is_implemented(tmp
             await stack.client.request("session/new", {"cwd": CWD, "mcpServers": [server]})
         assert caught.value.error == {
             "code": -32602,
-            "message": "Invalid params: mcpServers is not supported in this MVP",
+            "message": "Invalid params: mcpServers needs the mcp plugin: add `- {id: mcp, name: mcp}` to the plugin tree",
         }
         assert stack.agents.list() == []

@@ -3,7 +3,9 @@
 Each ACP session is one agent created through the ``agents`` registry (so any loop
 that fills the factory seam works) and one record here: the agent, its tool
 presenter, the terminal capability snapshotted when the session was opened, and at
-most one in-flight prompt.
+most one in-flight prompt. The MCP servers a client passes with ``session/new`` /
+``session/load`` run for that session only (through the ``mcp`` plugin's host, owned
+by the session's fiber), started before the answer.
 
 **Ownership.** Each agent is created through a small child fiber of the bridge
 (``acp-session``): disposing the bridge fiber disposes those children, which
@@ -35,6 +37,7 @@ from typing import Any, Final, cast
 from dsh.acp.codec import StopReason, acp_prompt_to_text, prompt_has_unsupported_content, turn_end_to_stop_reason
 from dsh.acp.config import Config, agent_options
 from dsh.acp.jsonrpc import JsonRpcConnection, RequestError
+from dsh.acp.mcp_servers import mcp_capabilities, session_servers
 from dsh.acp.params import (
     AuthenticateParams,
     CancelParams,
@@ -56,6 +59,7 @@ from dsh.core.agent import (
     ResumeAgentOptions,
 )
 from dsh.core.llm import UnsetType, text
+from dsh.core.mcp import MCP, HttpServer, McpHost, StdioServer
 from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import (
     SESSION_EVENT,
@@ -223,8 +227,29 @@ class AcpBridge:
             raise RequestError.invalid_params(f"cwd must be an absolute path: {params.cwd}")
         if params.additionalDirectories:
             raise RequestError.invalid_params("additionalDirectories is not supported in this MVP")
-        if params.mcpServers:
-            raise RequestError.invalid_params("mcpServers is not supported in this MVP")
+
+    def _mcp_servers(self, params: NewSessionParams) -> dict[str, StdioServer | HttpServer]:
+        """The request's MCP servers by local name (none when it passes none)."""
+        if not params.mcpServers:
+            return {}
+        host = self._ctx.get(MCP)
+        if host is None:
+            raise RequestError.invalid_params(
+                "mcpServers needs the mcp plugin: add `- {id: mcp, name: mcp}` to the plugin tree"
+            )
+        return session_servers(params.mcpServers, host.transports)
+
+    async def _start_mcp(self, session_id: str, servers: dict[str, StdioServer | HttpServer], owner: Fiber) -> None:
+        """Run ``servers`` for the session, owned by its fiber, and wait for their first start."""
+        if not servers:
+            return
+        host = self._ctx.get(MCP)
+        assert host is not None  # _mcp_servers found it, and the session's fiber holds no service back
+        scoped = cast(McpHost, ServiceHandle(unwrap(host), owner.ctx))  # what it starts belongs to the session
+        scoped.start_for_session(session_id, servers)
+        for name, state in (await scoped.wait_ready(session_id)).items():
+            if state != "connected":
+                self._warn(f'acp: MCP server "{name}" of session {session_id} did not start ({state})')
 
     async def _open_owner(self) -> Fiber:
         """A child fiber to own one session's agent (ready to use when this returns)."""
@@ -252,7 +277,11 @@ class AcpBridge:
         capabilities = params.clientCapabilities
         meta = capabilities.meta if capabilities is not None else None
         self._terminal_output = meta is not None and meta.get("terminal_output") is True
-        return initialize_result(self._config)
+        result = initialize_result(self._config)
+        host = self._ctx.get(MCP)
+        if host is not None:
+            result["agentCapabilities"]["mcpCapabilities"] = mcp_capabilities(host.transports)
+        return result
 
     async def authenticate(self, raw: Any) -> dict[str, Any]:
         """A no-op (no auth methods are advertised); answers ``{}``."""
@@ -264,9 +293,12 @@ class AcpBridge:
         params = NewSessionParams.model_validate(raw)
         self._assert_open()
         self._check_workspace(params)
+        servers = self._mcp_servers(params)
         session_id = str(uuid.uuid4())
         owner = await self._open_owner()
         try:
+            self._assert_open()
+            await self._start_mcp(session_id, servers, owner)
             self._assert_open()
             agent = self._agents_for(owner).create(
                 CreateAgentOptions(
@@ -295,6 +327,7 @@ class AcpBridge:
         if session_id in self._loading:
             raise RequestError.invalid_params(f"session {session_id} is already loaded")
         self._check_workspace(params)
+        servers = self._mcp_servers(params)
         record = self._sessions.get(session_id)
         if record is not None:
             _check_header_cwd(session_id, _header_cwd(record.agent.session.header), params.cwd)
@@ -302,7 +335,7 @@ class AcpBridge:
             self._loading.add(session_id)
             try:
                 await self._check_persisted_cwd(session_id, params.cwd)
-                agent, owner = await self._resume(session_id)
+                agent, owner = await self._resume(session_id, servers)
             finally:
                 self._loading.discard(session_id)
             record = self._register(session_id, agent, owner)
@@ -325,9 +358,10 @@ class AcpBridge:
         if not await self._persistence.has(session_id):
             raise RequestError.invalid_params(f"unknown session: {session_id}")
 
-    async def _resume(self, session_id: str) -> tuple[Agent, Fiber]:
+    async def _resume(self, session_id: str, servers: dict[str, StdioServer | HttpServer]) -> tuple[Agent, Fiber]:
         owner = await self._open_owner()
         try:
+            await self._start_mcp(session_id, servers, owner)
             agent = await self._agents_for(owner).resume(
                 ResumeAgentOptions(
                     agent_id=session_id, resume_session_id=session_id, agent_options=agent_options(self._config)

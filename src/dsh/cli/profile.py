@@ -19,7 +19,8 @@ as the YAML tree that boots the same:
 * **demo** (``--demo``): the same with the keyless demo model (``dsh.plugins.demo``)
   in place of DeepSeek.
 
-``--invariants`` adds the ``invariants`` plugin (development checks). A storage tree
+``--invariants`` adds the ``invariants`` plugin (development checks); ``mcpServers`` in
+the settings file adds the ``mcp`` plugin running those servers. A storage tree
 (``sessions`` and persistence only) serves ``dsh sessions``.
 """
 
@@ -140,6 +141,10 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
+    ]
+    if settings.mcp_servers:
+        entries.append(_entry("mcp", "mcp", {"servers": settings.mcp_servers}))
+    entries += [
         _entry("agent-loop", "agent-loop", {"agents": [], "maxSteps": DEFAULT_MAX_STEPS}),
         _entry("llm-retry", "llm-retry"),
         _persistence(settings),

@@ -7,6 +7,8 @@ absolute against the working directory when the command starts.
 The settings file (``$DSH_HOME/settings.yml``, else ``$XDG_CONFIG_HOME/dsh/settings.yml``,
 else ``~/.config/dsh/settings.yml``; optional) is a YAML mapping with the keys
 ``provider`` (:data:`PROVIDERS`) and ``model``; a command-line option wins over it.
+``mcpServers`` maps names to MCP servers whose tools the built-in profiles offer (the
+``mcp`` plugin's ``servers``, checked when the tree boots).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 }
 """Each provider of the built-in profile: the variables holding its API key and its base URL."""
 
-SETTING_KEYS = ("model", "provider")
+SETTING_KEYS = ("mcpServers", "model", "provider")
 """The keys the settings file may hold."""
 
 
@@ -56,7 +58,7 @@ def settings_file(environ: Mapping[str, str]) -> Path:
     return base / "dsh" / SETTINGS_FILE
 
 
-def read_settings_file(path: Path) -> dict[str, str]:
+def read_settings_file(path: Path) -> dict[str, Any]:
     """The settings ``path`` holds (empty when there is no such file).
 
     Raises :class:`CliError` (status 2) naming the file for unreadable YAML, a
@@ -82,7 +84,10 @@ def read_settings_file(path: Path) -> dict[str, str]:
     if unknown:
         raise CliError(f"the settings file {path} has unknown keys {unknown}: it takes {list(SETTING_KEYS)}", 2)
     for key, value in raw.items():
-        if not isinstance(value, str) or not value:
+        if key == "mcpServers":
+            if not isinstance(value, dict):
+                raise CliError(f"the settings file {path}: mcpServers must be a mapping of server names", 2)
+        elif not isinstance(value, str) or not value:
             raise CliError(f"the settings file {path}: {key} must be a non-empty string, got {value!r}", 2)
     return dict(raw)
 
@@ -108,6 +113,7 @@ class Settings:
     has_api_key: bool
     provider: str = "deepseek"
     debug: bool = False
+    mcp_servers: dict[str, Any] | None = None
 
     @property
     def key_env(self) -> str:
@@ -151,6 +157,7 @@ class Settings:
             has_api_key=bool(env.get(PROVIDERS[provider][0])),
             provider=provider,
             debug=bool(getattr(args, "debug", False)),
+            mcp_servers=stored.get("mcpServers"),
         )
 
 
