@@ -165,7 +165,7 @@ async def command(args: argparse.Namespace) -> int:
         settings = Settings.from_args(args)
         prompt = read_prompt(list(args.prompt))
         tree = resolve_tree(settings)
-        if tree.file is None:
+        if tree.file is None and settings.store is None:
             check_sessions_root(settings.sessions_root)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await run_prompt(tree, settings, prompt, json=bool(args.json), resume=args.resume)

