@@ -553,6 +553,16 @@ FROZEN: dict[str, list[str]] = {
         "parse_header_line",
         "scan_log",
     ],
+    "dsh.plugins.persistence_postgres": [
+        "SCHEMA_VERSION",
+        "Leases",
+        "PostgresConfig",
+        "SessionPersistencePostgres",
+        "Statements",
+        "advisory_key",
+        "describe_url",
+        "migrate",
+    ],
     "dsh.plugins.persistence_sqlite": [
         "SCHEMA_VERSION",
         "EventRow",

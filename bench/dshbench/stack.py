@@ -31,6 +31,7 @@ from dsh.core.tools import TOOLS, ToolExecution, ToolRegistry, define_tool
 from dsh.kernel import Context, PluginSpec
 from dsh.plugins.bash_local import LocalBashExecutor
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
+from dsh.plugins.persistence_postgres import SessionPersistencePostgres
 from dsh.plugins.persistence_sqlite import SessionPersistenceSqlite
 
 MODEL = "bench-model"
@@ -42,7 +43,7 @@ UNUSED_URL = "http://127.0.0.1:9"
 NOOP_TOOL = "noop"
 """The in-process tool that does nothing (it answers ``ok``)."""
 
-Persistence = Literal["none", "jsonl", "sqlite"]
+Persistence = Literal["none", "jsonl", "sqlite", "postgres"]
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,16 @@ class StackOptions:
     """What to load besides the core services; see the module docstring.
 
     ``base_url`` registers the DeepSeek adapter for :data:`MODEL`; ``store`` is the
-    JSONL root directory or the SQLite database path (required unless ``persistence``
-    is ``"none"``). ``freeze_startup`` freezes the start-up objects as the ``dsh``
-    process does (see :func:`boot`).
+    JSONL root directory, the SQLite database path or the PostgreSQL URL (required
+    unless ``persistence`` is ``"none"``); ``pg_schema`` is the PostgreSQL schema.
+    ``freeze_startup`` freezes the start-up objects as the ``dsh`` process does (see
+    :func:`boot`).
     """
 
     base_url: str | None = None
     persistence: Persistence = "none"
     store: str | None = None
+    pg_schema: str = "dsh"
     invariants: bool = True
     bash: bool = True
     noop_tool: bool = False
@@ -104,6 +107,8 @@ async def boot(options: StackOptions) -> Context:
             raise ValueError(f"persistence {options.persistence!r} needs StackOptions.store (a directory or file)")
         if options.persistence == "jsonl":
             await ctx.plugin(SessionPersistenceJsonl, {"root": options.store})
+        elif options.persistence == "postgres":
+            await ctx.plugin(SessionPersistencePostgres, {"url": options.store, "pg_schema": options.pg_schema})
         else:
             await ctx.plugin(SessionPersistenceSqlite, {"path": options.store})
     if options.base_url is not None:

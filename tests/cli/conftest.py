@@ -13,7 +13,7 @@ from dsh.testing.wire import WireServer
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
     """No DeepSeek or dsh variables from the shell; DSH_HOME in the test's temp dir."""
-    for name in ("DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DSH_HOME", "XDG_DATA_HOME"):
+    for name in ("DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DSH_HOME", "XDG_DATA_HOME", "DSH_STORE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
     return monkeypatch

@@ -1,6 +1,7 @@
 """A child process for the crash test: an agent with JSONL persistence streaming long turns.
 
-Usage: ``python crash_agent.py ROOT SESSION_ID TURNS``. After every checkpoint it prints
+Usage: ``python crash_agent.py ROOT SESSION_ID TURNS`` (ROOT: a JSONL directory, or
+``postgresql://...#SCHEMA`` for the PostgreSQL backend with a one-second lease). After every checkpoint it prints
 ``flushed <count> <sha256>``: the number of events now durable and a digest of their
 JSONL lines, so the parent can prove that nothing committed was lost or rewritten.
 The parent kills it with SIGKILL at a random moment.
@@ -18,6 +19,7 @@ from dsh.core.llm import text
 from dsh.core.session import SESSION_FLUSH, session_event_line
 from dsh.core.tools import define_tool
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
+from dsh.plugins.persistence_postgres import SessionPersistencePostgres
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import ScriptedModel, text_response, tool_call_response
 
@@ -39,7 +41,11 @@ def script(turns: int) -> list[Any]:
 
 async def main(root: str, session_id: str, turns: int) -> None:
     async with Harness() as h:
-        await h.ctx.plugin(SessionPersistenceJsonl, {"root": root})
+        if root.startswith("postgresql://"):
+            url, _, schema = root.partition("#")
+            await h.ctx.plugin(SessionPersistencePostgres, {"url": url, "pg_schema": schema, "lease_s": 1})
+        else:
+            await h.ctx.plugin(SessionPersistenceJsonl, {"root": root})
         h.llm.register_adapter(["paced"], ScriptedModel(script(turns), pace=0.0003))
 
         async def note(args: dict[str, Any], _exec: Any) -> list[Any]:

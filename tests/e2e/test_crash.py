@@ -28,7 +28,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 RUNS = 20
 
 
-async def run_and_kill(root: Path, session_id: str, delay: float) -> list[tuple[int, str]]:
+async def run_and_kill(root: Path | str, session_id: str, delay: float) -> list[tuple[int, str]]:
     """Start the child, kill it with SIGKILL ``delay`` seconds after it is ready; return its checkpoints."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
     child = await asyncio.create_subprocess_exec(
@@ -62,9 +62,13 @@ async def run_and_kill(root: Path, session_id: str, delay: float) -> list[tuple[
     return checkpoints
 
 
-async def verify(root: Path, session_id: str, checkpoints: list[tuple[int, str]]) -> None:
+async def verify(
+    root: Path, session_id: str, checkpoints: list[tuple[int, str]], backend: tuple[Any, Any] | None = None
+) -> None:
+    """``backend``: the persistence plugin and its config (default: JSONL under ``root``)."""
     async with Harness([text_response("after the crash")]) as h:
-        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
+        plugin, config = backend or (SessionPersistenceJsonl, {"root": str(root)})
+        await h.ctx.plugin(plugin, config)
         persistence = h.ctx.get(SESSION_PERSISTENCE)
         assert persistence is not None
         if not await persistence.has(session_id):

@@ -117,14 +117,19 @@ def append_turn(session: Session, turn: int) -> None:
         session.append(kind, data)
 
 
-def _store_path(backend: Persistence, scratch: str) -> str:
-    return scratch if backend == "jsonl" else os.path.join(scratch, "sessions.db")
+_PG: dict[str, str] = {}
+"""``url``: the PostgreSQL server of a ``postgres`` job (its ``pgUrl`` parameter), set when the job starts."""
+
+
+def _store(backend: Persistence, scratch: str) -> dict[str, Any]:
+    """Where ``backend`` stores sessions for a job working in ``scratch`` (PostgreSQL: a schema of its own)."""
+    if backend == "postgres":
+        return {"store": _PG["url"], "pg_schema": "bench_" + os.path.basename(scratch).replace("-", "_").lower()}
+    return {"store": scratch if backend == "jsonl" else os.path.join(scratch, "sessions.db")}
 
 
 def _storage_only(backend: Persistence, scratch: str) -> StackOptions:
-    return StackOptions(
-        persistence=backend, store=_store_path(backend, scratch), invariants=False, bash=False, loop=False
-    )
+    return StackOptions(persistence=backend, **_store(backend, scratch), invariants=False, bash=False, loop=False)
 
 
 async def _flush(ctx: Context, session: Session) -> None:
@@ -134,6 +139,7 @@ async def _flush(ctx: Context, session: Session) -> None:
 async def append_rate_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """``turns`` turns appended to one session, each followed by a flush."""
     backend: Persistence = params["backend"]
+    _PG["url"] = params.get("pgUrl", "")
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
         ctx = await boot(_storage_only(backend, scratch))
         try:
@@ -165,7 +171,7 @@ async def _build_log(backend: Persistence, scratch: str, session_id: str, events
 
 
 async def _resume_once(backend: Persistence, scratch: str, session_id: str, probe: Probe) -> tuple[float, float, int]:
-    options = StackOptions(persistence=backend, store=_store_path(backend, scratch), base_url=UNUSED_URL)
+    options = StackOptions(persistence=backend, **_store(backend, scratch), base_url=UNUSED_URL)
     ctx = await boot(options)
     try:
         with probe.region() as span:
@@ -179,6 +185,7 @@ async def _resume_once(backend: Persistence, scratch: str, session_id: str, prob
 async def resume_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """Build one log per size once, then time ``agents.resume`` (load + resume) ``repeats`` times each."""
     backend: Persistence = params["backend"]
+    _PG["url"] = params.get("pgUrl", "")
     sizes: list[int] = params["sizes"]
     results: dict[str, dict[str, list[float]]] = {str(size): {"cpu": [], "wall": []} for size in sizes}
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:

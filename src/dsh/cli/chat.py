@@ -155,7 +155,7 @@ async def command(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_args(args)
         tree = resolve_tree(settings)
-        if tree.file is None:
+        if tree.file is None and settings.store is None:
             check_sessions_root(settings.sessions_root)
         plain = bool(args.plain) or not sys.stdout.isatty()
         with logging_to_stderr(settings.verbose, debug=settings.debug):

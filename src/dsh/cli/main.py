@@ -125,6 +125,13 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         help="where session logs live (default: $DSH_HOME/sessions or ~/.local/share/dsh/sessions)",
     )
     group.add_argument(
+        "--store",
+        metavar="URL",
+        default=default(None),
+        help="the session store: a JSONL directory, sqlite:///path/to/file or postgresql://... "
+        "(default: $DSH_STORE, else JSONL under the sessions root)",
+    )
+    group.add_argument(
         "--cwd", metavar="DIR", default=default(None), help="the workspace of new sessions (default: here)"
     )
     group.add_argument(

@@ -110,7 +110,12 @@ def _entry(id: str, name: str, config: dict[str, Any] | None = None) -> dict[str
 
 
 def _persistence(settings: Settings) -> dict[str, Any]:
-    return _entry("persistence", "session-persistence-jsonl", {"root": str(settings.sessions_root)})
+    if settings.store is None:
+        return _entry("persistence", "session-persistence-jsonl", {"root": str(settings.sessions_root)})
+    backend, where = settings.store
+    if backend == "sqlite":
+        return _entry("persistence", "session-persistence-sqlite", {"path": where})
+    return _entry("persistence", "session-persistence-postgres", {"url": where})
 
 
 def profile_model(settings: Settings) -> str:

@@ -225,7 +225,7 @@ async def command(args: argparse.Namespace) -> int:
         settings = Settings.from_args(args)
         prompt = read_prompt(list(args.prompt))
         tree = resolve_tree(settings)
-        if tree.file is None:
+        if tree.file is None and settings.store is None:
             check_sessions_root(settings.sessions_root)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await run_prompt(

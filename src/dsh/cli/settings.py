@@ -23,6 +23,11 @@ from typing import Any
 from dsh.cli.errors import CliError
 
 HOME_ENV = "DSH_HOME"
+STORE_ENV = "DSH_STORE"
+"""The session store when ``--store`` is not given (see :func:`parse_store`)."""
+
+STORE_SCHEMES = {"sqlite://": "sqlite", "postgresql://": "postgres", "postgres://": "postgres"}
+"""The URL schemes ``--store`` takes, by the backend they select; anything else is a JSONL directory."""
 """Where dsh keeps its data (sessions under ``sessions/``) and its settings file."""
 
 SETTINGS_FILE = "settings.yml"
@@ -114,6 +119,8 @@ class Settings:
     provider: str = "deepseek"
     debug: bool = False
     mcp_servers: dict[str, Any] | None = None
+    store: tuple[str, str] | None = None
+    """``("sqlite", path)`` or ``("postgres", url)`` from ``--store``/``$DSH_STORE``; None: JSONL logs."""
 
     @property
     def key_env(self) -> str:
@@ -140,7 +147,14 @@ class Settings:
         cwd = Path(args.cwd).absolute() if args.cwd else Path.cwd()
         if not cwd.is_dir():
             raise CliError(f"--cwd {cwd} is not a directory: give an existing directory", 2)
-        root = Path(args.sessions_root).expanduser() if args.sessions_root else default_sessions_root(env)
+        store_text = getattr(args, "store", None) or env.get(STORE_ENV) or None
+        if store_text is not None and args.sessions_root:
+            raise CliError("--store and --sessions-root both name the session store: give one of them", 2)
+        store = None if store_text is None else parse_store(store_text)
+        if store is not None and store[0] == "jsonl":
+            root, store = Path(store[1]), None
+        else:
+            root = Path(args.sessions_root).expanduser() if args.sessions_root else default_sessions_root(env)
         stored = read_settings_file(settings_file(env))
         provider = getattr(args, "provider", None) or stored.get("provider", "deepseek")
         if provider not in PROVIDERS:
@@ -158,7 +172,27 @@ class Settings:
             provider=provider,
             debug=bool(getattr(args, "debug", False)),
             mcp_servers=stored.get("mcpServers"),
+            store=store,
         )
+
+
+def parse_store(text: str) -> tuple[str, str]:
+    """The backend and its location that a ``--store`` value names.
+
+    ``sqlite:///path/to/file`` (``sqlite://`` then the path, made absolute),
+    ``postgresql://...`` or ``postgres://...`` (a libpq URL, kept as is), or any other
+    text: a directory of JSONL logs (made absolute). Raises :class:`CliError` (status
+    2) for a SQLite URL without a path.
+    """
+    for scheme, backend in STORE_SCHEMES.items():
+        if text.startswith(scheme):
+            if backend == "postgres":
+                return backend, text
+            path = text[len(scheme) :]
+            if not path:
+                raise CliError(f"--store {text} names no database file: use sqlite:///path/to/sessions.db", 2)
+            return backend, str(Path(path).expanduser().absolute())
+    return "jsonl", str(Path(text).expanduser().absolute())
 
 
 def check_sessions_root(root: Path) -> None:

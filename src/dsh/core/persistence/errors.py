@@ -5,6 +5,7 @@
 ``SESSION_EXISTS``      create() of an id that is tracked or already stored
 ``SESSION_NOT_FOUND``   load() of an id nothing stored
 ``SESSION_LOCKED``      a session another live process writes (the message names its pid)
+``LEASE_LOST``          a write by a writer whose lease another writer took over (it stored nothing)
 ``SEQ_MISMATCH``        an append whose seqs do not continue the stored log
 ``UNSUPPORTED_VERSION`` a stored header whose format version is not 1
 ``ID_COLLISION``        a live session whose log disagrees with the stored one
