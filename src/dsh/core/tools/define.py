@@ -44,6 +44,7 @@ def define_tool(
     present_call: Callable[[A], ToolCallPresentation | None] | None = None,
     present_result: Callable[[A, ToolResult], ToolResultPresentation | None] | None = None,
     strict: bool | UnsetType = UNSET,
+    concurrency_safe: bool = False,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` whose calls are validated against ``parameters``.
 
@@ -53,7 +54,8 @@ def define_tool(
     :class:`ToolArgsError` (which the registry reports as an ``INVALID_ARGS``
     result). Presenters soft-validate: for invalid arguments they return None
     instead of running (display code runs on replayed, possibly malformed calls).
-    ``strict`` is announced only when given (``False`` included). The spec is
+    ``strict`` is announced only when given (``False`` included);
+    ``concurrency_safe`` is passed through to the definition. The spec is
     read at every call, not copied: do not mutate ``parameters`` once defined.
 
     Raises ``ValueError`` at once if a property type is outside ``SchemaType``.
@@ -89,4 +91,5 @@ def define_tool(
         present_call=soft_call,
         present_result=soft_result,
         strict=strict,
+        concurrency_safe=concurrency_safe,
     )

@@ -80,7 +80,8 @@ class ToolDefinition:
     ``parameters`` is a JSON Schema object, shared with every schema announced for
     the tool (do not mutate it once defined). ``strict`` is announced to the model
     only when set. ``execute`` / ``present_call`` / ``present_result`` never reach
-    the model.
+    the model. ``concurrency_safe`` declares that calls of this tool only read (no
+    side effect another call could observe), so a loop may run several at once.
     """
 
     name: str
@@ -90,6 +91,7 @@ class ToolDefinition:
     present_call: PresentCall | None = None
     present_result: PresentResult | None = None
     strict: bool | UnsetType = UNSET
+    concurrency_safe: bool = False
 
     @cached_property
     def schema(self) -> ToolSchema:
