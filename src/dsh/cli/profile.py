@@ -5,7 +5,8 @@ through the real loader straight from its entries (no YAML is written or parsed 
 the way: it would cost a few milliseconds of every start); ``dsh config`` prints it
 as the YAML tree that boots the same:
 
-* **default**: the core services, the local bash executor and tools, the workspace's
+* **default**: the core services, the local bash executor and tools, the local
+  filesystem and the file tools (read, write, edit, glob, grep), the workspace's
   ``AGENTS.md`` in the system prompt (``workspace-instructions``), the agent loop
   (at most :data:`DEFAULT_MAX_STEPS` steps a turn),
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
@@ -44,11 +45,13 @@ DEFAULT_MAX_STEPS = 100
 """The built-in profiles' step limit per turn (``--max-steps`` overrides it)."""
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are dsh, a coding agent working in the user's workspace. Your tool is bash: read, "
-    "search, create and change files with shell commands. Every bash call starts a fresh shell "
-    "in the workspace, so a cd does not carry over: pass workdir (or use paths) instead. Read "
-    "every result, including its [exit code: N] line, and fix what failed before going on. "
-    "Check your work by running it. Keep your answers short."
+    "You are dsh, a coding agent working in the user's workspace. Run commands with bash. Every bash "
+    "call starts a fresh shell in the workspace, so a cd does not carry over: pass workdir (or use "
+    "paths) instead. Read every result, including its [exit code: N] line, and fix what failed before "
+    "going on. Check your work by running it. Keep your answers short.\n\n"
+    "For files, prefer the file tools to bash: read to look at a file (read it before you change it), "
+    "edit to change part of a file, write to create one or replace all of it, glob to find files by "
+    "name and grep to search their contents. Keep bash for running programs, tests and builds."
 )
 
 NO_MODEL_HELP = (
@@ -145,6 +148,8 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     entries += [
         _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
         _entry("tool-bash", "tool-bash"),
+        _entry("fs", "fs-local"),  # each session's files, in its workspace (--cwd)
+        _entry("tool-fs", "tool-fs"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
     ]
     if settings.mcp_servers:

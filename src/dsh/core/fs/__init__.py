@@ -1,0 +1,40 @@
+"""The filesystem seam: a ``fs`` service bound to each session's workspace, the file
+vocabulary, and the ``fs/*`` events a policy plugin gates."""
+
+from dsh.core.fs.events import FS_ACCESS, FS_OBSERVED, FS_WRITE_INTENT
+from dsh.core.fs.service import FS, FileSystem, is_within
+from dsh.core.fs.types import (
+    FileKind,
+    FileStat,
+    FsAccessRequest,
+    FsError,
+    FsErrorCode,
+    FsObservation,
+    FsWriteIntent,
+    GlobResult,
+    Newline,
+    TextFile,
+    TextWindow,
+    Workspace,
+)
+
+__all__ = [
+    "FS",
+    "FS_ACCESS",
+    "FS_OBSERVED",
+    "FS_WRITE_INTENT",
+    "FileKind",
+    "FileStat",
+    "FileSystem",
+    "FsAccessRequest",
+    "FsError",
+    "FsErrorCode",
+    "FsObservation",
+    "FsWriteIntent",
+    "GlobResult",
+    "Newline",
+    "TextFile",
+    "TextWindow",
+    "Workspace",
+    "is_within",
+]

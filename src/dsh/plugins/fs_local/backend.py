@@ -1,0 +1,268 @@
+"""``fs-local``: the :class:`FileSystem` over the machine's own files.
+
+Blocking file work runs in worker threads, so a large file never stalls the event loop.
+Writes go to a temporary file in the target's directory, are flushed to disk and renamed
+over the target (readers see the old or the new file, never a torn one); an existing
+file keeps its permission bits, a new one gets ``0666`` minus the process umask, and
+missing parent directories are created. A write through a symlink replaces the file it
+points to, never the link. Text only: a binary file is refused naming its type and size,
+and bytes that are not UTF-8 are refused naming the line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob as globbing
+import os
+import stat as stats
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh.core.fs import (
+    FileKind,
+    FileStat,
+    FileSystem,
+    FsError,
+    FsWriteIntent,
+    GlobResult,
+    TextFile,
+    TextWindow,
+    is_within,
+)
+from dsh.kernel import Context
+from dsh.plugins.fs_local.text import SNIFF_BYTES, binary_kind, decode_text, detect_newline, read_lines, refuse_binary
+
+
+class LocalFsConfig(BaseModel):
+    """``root``: the workspace of callers without a session cwd (default: the process cwd);
+    ``extraDirs``: directories every workspace may also use."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    root: str | None = None
+    extra_dirs: list[str] = Field(default_factory=list, alias="extraDirs")
+
+
+def _kind(mode: int) -> FileKind:
+    if stats.S_ISREG(mode):
+        return "file"
+    if stats.S_ISDIR(mode):
+        return "directory"
+    return "symlink" if stats.S_ISLNK(mode) else "other"
+
+
+def to_stat(path: str, result: os.stat_result) -> FileStat:
+    """A :class:`FileStat` from ``os.stat``; the version is inode, mtime and size."""
+    return FileStat(
+        path=path,
+        kind=_kind(result.st_mode),
+        size=result.st_size,
+        mtime_ns=result.st_mtime_ns,
+        mode=stats.S_IMODE(result.st_mode),
+        version=f"{result.st_ino}-{result.st_mtime_ns}-{result.st_size}",
+    )
+
+
+def _missing(path: str) -> FsError:
+    return FsError(f"{path} does not exist: check the path (glob finds files by name)", "NOT_FOUND", path)
+
+
+def _directory(path: str) -> FsError:
+    return FsError(
+        f"{path} is a directory, not a file: list it with glob (pattern '*', path {path!r}) or bash `ls`",
+        "IS_DIRECTORY",
+        path,
+    )
+
+
+def _open_file(path: str) -> tuple[int, os.stat_result]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
+    except FileNotFoundError as error:
+        raise _missing(path) from error
+    except IsADirectoryError as error:  # pragma: no cover - Linux opens directories read-only; guard for others
+        raise _directory(path) from error
+    except OSError as error:
+        raise FsError(f"cannot open {path}: {error.strerror}", "IO_ERROR", path, error) from error
+    result = os.fstat(fd)
+    if stats.S_ISREG(result.st_mode):
+        return fd, result
+    os.close(fd)
+    if stats.S_ISDIR(result.st_mode):
+        raise _directory(path)
+    raise FsError(f"{path} is not a regular file (a device, socket or pipe): read files only", "NOT_A_FILE", path)
+
+
+def _encode(text: str, path: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise FsError(
+            f"the text for {path} is not valid Unicode (a lone surrogate at character {error.start}): "
+            "write plain UTF-8 text",
+            "INVALID_TEXT",
+            path,
+            error,
+        ) from error
+
+
+T = TypeVar("T")
+
+
+def _capture(work: Callable[..., Any], *args: Any) -> tuple[Any, Exception | None]:
+    try:
+        return work(*args), None
+    except Exception as error:
+        return None, error
+
+
+async def off_loop(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` in a worker thread. Its failure comes back as a value and is raised
+    here, never thrown into an awaiting frame (CPython 3.11 would then stop tracing the
+    callers, see docs/architecture.md §6)."""
+    value, error = await asyncio.to_thread(_capture, work, *args)
+    if error is not None:
+        raise error
+    return cast(T, value)
+
+
+def _stat_or_none(path: str) -> FileStat | None:
+    try:
+        return to_stat(path, os.stat(path))
+    except FileNotFoundError:
+        return None
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class LocalFileSystem(FileSystem):
+    """The local backend; see the module docstring. Provided as ``ctx[FS]`` while loaded."""
+
+    name = "fs-local"
+    Config = LocalFsConfig
+
+    def __init__(self, ctx: Context, config: LocalFsConfig) -> None:
+        super().__init__(ctx, default_root=config.root, extra_dirs=config.extra_dirs)
+        self.new_file_mode = 0o666 & ~_current_umask()
+
+    def _real_path(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    async def _stat(self, path: str) -> FileStat | None:
+        return await off_loop(_stat_or_none, path)
+
+    async def _read_window(self, path: str, offset: int, limit: int, max_line_chars: int) -> TextWindow:
+        return await off_loop(self._window, path, offset, limit, max_line_chars)
+
+    def _window(self, path: str, offset: int, limit: int, max_line_chars: int) -> TextWindow:
+        fd, result = _open_file(path)
+        with os.fdopen(fd, "rb") as file:
+            head = file.read(SNIFF_BYTES)
+            kind = binary_kind(head, path)
+            if kind is not None:
+                raise refuse_binary(path, result.st_size, kind)
+            file.seek(0)
+            lines, total, cut = read_lines(file, path, result.st_size, offset, limit, max_line_chars)
+        return TextWindow(
+            path=path,
+            lines=lines,
+            offset=offset,
+            total_lines=total,
+            newline=detect_newline(head),
+            stat=to_stat(path, result),
+            cut_lines=cut,
+        )
+
+    async def _read_text(self, path: str) -> TextFile:
+        return await off_loop(self._text, path)
+
+    def _text(self, path: str) -> TextFile:
+        fd, result = _open_file(path)
+        with os.fdopen(fd, "rb") as file:
+            data = file.read()
+        kind = binary_kind(data[:SNIFF_BYTES], path)
+        if kind is not None:
+            raise refuse_binary(path, len(data), kind)
+        text = decode_text(data, path)
+        newline = detect_newline(data[:SNIFF_BYTES])
+        if newline == "\r\n":
+            text = text.replace("\r\n", "\n")
+        return TextFile(path=path, text=text, newline=newline, stat=to_stat(path, result))
+
+    async def _write(self, intent: FsWriteIntent) -> FileStat:
+        return await off_loop(self._write_now, intent)
+
+    def _write_now(self, intent: FsWriteIntent) -> FileStat:
+        target = os.path.realpath(intent.path)
+        try:
+            current: os.stat_result | None = os.stat(target)
+        except (FileNotFoundError, NotADirectoryError):
+            current = None
+        if current is not None and stats.S_ISDIR(current.st_mode):
+            raise _directory(intent.path)
+        if intent.operation == "replace" and (current is None or to_stat(target, current).version != intent.expected):
+            raise FsError(
+                f"{intent.path} changed on disk since it was read: read it again and redo the change",
+                "STALE",
+                intent.path,
+            )
+        data = _encode(
+            intent.text if intent.newline == "\n" else intent.text.replace("\n", intent.newline), intent.path
+        )
+        mode = stats.S_IMODE(current.st_mode) if current is not None else self.new_file_mode
+        directory = os.path.dirname(target)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".", suffix=".dsh-tmp")
+        except OSError as error:
+            raise FsError(f"cannot write {intent.path}: {error.strerror}", "IO_ERROR", intent.path, error) from error
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fchmod(file.fileno(), mode)
+                os.fsync(file.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            os.unlink(temp)
+            raise
+        return to_stat(intent.path, os.stat(target))
+
+    async def _list_dir(self, path: str) -> tuple[FileStat, ...]:
+        return await off_loop(self._list_now, path)
+
+    def _list_now(self, path: str) -> tuple[FileStat, ...]:
+        try:
+            names = sorted(os.listdir(path))
+        except FileNotFoundError as error:
+            raise _missing(path) from error
+        except NotADirectoryError as error:
+            raise FsError(f"{path} is a file, not a directory: read it with read", "NOT_A_FILE", path) from error
+        return tuple(to_stat(os.path.join(path, name), os.lstat(os.path.join(path, name))) for name in names)
+
+    async def _glob(self, base: str, pattern: str, limit: int, roots: Sequence[str]) -> GlobResult:
+        return await off_loop(self._glob_now, base, pattern, limit, roots)
+
+    def _glob_now(self, base: str, pattern: str, limit: int, roots: Sequence[str]) -> GlobResult:
+        if not os.path.isdir(base):
+            if not os.path.exists(base):
+                raise _missing(base)
+            raise FsError(f"{base} is a file, not a directory: pass its directory as path", "NOT_A_FILE", base)
+        found: list[FileStat] = []
+        for relative in globbing.iglob(pattern, root_dir=base, recursive=True):
+            full = os.path.join(base, relative)
+            try:
+                result = os.stat(full)
+            except OSError:  # a dangling link
+                continue
+            if stats.S_ISREG(result.st_mode) and is_within(os.path.realpath(full), roots):
+                found.append(to_stat(os.path.normpath(full), result))
+        found.sort(key=lambda entry: (-entry.mtime_ns, entry.path))
+        return GlobResult(files=tuple(found[:limit]), total=len(found))

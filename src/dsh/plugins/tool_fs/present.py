@@ -1,0 +1,94 @@
+"""Diffs and the display of file tool calls: pure functions, safe to rerun on replay."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from dsh.core.llm import TextBlock, text
+from dsh.core.tools import ToolCallPresentation, ToolResult, ToolResultPresentation
+
+MAX_DIFF_LINES = 400
+"""The longest diff a result carries; the rest is summarized in one line."""
+
+
+def unified_diff(old: str, new: str, shown: str) -> str:
+    """A unified diff (3 lines of context) from ``old`` to ``new``; ``""`` when equal."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{shown}", f"b/{shown}", n=3
+    )
+    out: list[str] = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    if len(out) > MAX_DIFF_LINES:
+        rest = len(out) - MAX_DIFF_LINES
+        out = [*out[:MAX_DIFF_LINES], f"[… {rest} more diff lines]\n"]
+    return "".join(out)
+
+
+def fenced_diff(diff: str) -> str:
+    return "```diff\n" + diff.rstrip("\n") + "\n```"
+
+
+def diff_stats(diff: str) -> tuple[int, int]:
+    """Lines added and removed by ``diff`` (file headers excluded)."""
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++ "):
+            added += 1
+        elif line.startswith("-") and not line.startswith("--- "):
+            removed += 1
+    return added, removed
+
+
+def present_read(args: Mapping[str, Any]) -> ToolCallPresentation:
+    offset = args.get("offset")
+    limit = args.get("limit")
+    where = ""
+    if offset is not None or limit is not None:
+        first = int(offset) if offset is not None else 1
+        where = f" (from line {first})" if limit is None else f" (lines {first}-{first + int(limit) - 1})"
+    return ToolCallPresentation(title=f"Read {args['file_path']}{where}", kind="read", raw_input=args)
+
+
+def present_write(args: Mapping[str, Any]) -> ToolCallPresentation:
+    return ToolCallPresentation(title=f"Write {args['file_path']}", kind="edit", raw_input=args)
+
+
+def present_edit(args: Mapping[str, Any]) -> ToolCallPresentation:
+    old = "".join(f"-{line}\n" for line in str(args["old_string"]).splitlines())
+    new = "".join(f"+{line}\n" for line in str(args["new_string"]).splitlines())
+    every = " (every occurrence)" if args.get("replace_all") is True else ""
+    return ToolCallPresentation(
+        title=f"Edit {args['file_path']}{every}",
+        kind="edit",
+        raw_input=args,
+        content=(text(fenced_diff(old + new)),),
+    )
+
+
+def present_glob(args: Mapping[str, Any]) -> ToolCallPresentation:
+    where = f" in {args['path']}" if args.get("path") else ""
+    return ToolCallPresentation(title=f"Find {args['pattern']}{where}", kind="search", raw_input=args)
+
+
+def present_grep(args: Mapping[str, Any]) -> ToolCallPresentation:
+    where = f" in {args['path']}" if args.get("path") else ""
+    include = f" ({args['include']})" if args.get("include") else ""
+    return ToolCallPresentation(title=f"Search /{args['pattern']}/{where}{include}", kind="search", raw_input=args)
+
+
+def present_change(args: Mapping[str, Any], result: ToolResult) -> ToolResultPresentation | None:
+    """For a successful edit or write: a title counting the changed lines, the diff as content."""
+    if result.is_error or len(result.content) != 1 or type(result.content[0]) is not TextBlock:
+        return None
+    body = result.content[0].text
+    start = body.find("```diff\n")
+    if start < 0:
+        return ToolResultPresentation(content=(text(body),))
+    diff = body[start + len("```diff\n") : body.rfind("\n```")]
+    added, removed = diff_stats(diff)
+    return ToolResultPresentation(
+        title=f"{args['file_path']} (+{added} -{removed})", content=(text(fenced_diff(diff)),)
+    )

@@ -1,0 +1,62 @@
+"""The display of file tool calls and results (pure)."""
+
+from __future__ import annotations
+
+from dsh.core.llm import ImageBlock, text
+from dsh.core.tools import TOOLS, ToolCallPresentation, ToolResult, ToolResultPresentation
+from dsh.plugins.tool_fs import diff_stats, present_change, unified_diff
+from dsh.plugins.tool_fs.present import MAX_DIFF_LINES
+from tests.plugins.tool_fs.conftest import Stack
+
+
+async def test_call_cards_carry_kind_and_title(stack: Stack) -> None:
+    registry = stack.root[TOOLS]
+
+    def card(name: str, args: dict[str, object]) -> ToolCallPresentation | None:
+        definition = registry.get(name)
+        assert definition is not None
+        assert definition.present_call is not None
+        return definition.present_call(args)
+
+    read = card("read", {"file_path": "a.py"})
+    assert read is not None
+    assert (read.title, read.kind) == ("Read a.py", "read")
+    assert card("read", {"file_path": "a.py", "offset": 3}).title == "Read a.py (from line 3)"  # type: ignore[union-attr]
+    assert card("read", {"file_path": "a.py", "limit": 5}).title == "Read a.py (lines 1-5)"  # type: ignore[union-attr]
+    write = card("write", {"file_path": "a.py", "content": "x"})
+    assert write is not None
+    assert (write.title, write.kind) == ("Write a.py", "edit")
+    edit = card("edit", {"file_path": "a.py", "old_string": "a\nb", "new_string": "c", "replace_all": True})
+    assert edit is not None
+    assert (edit.title, edit.kind) == ("Edit a.py (every occurrence)", "edit")
+    assert edit.content == (text("```diff\n-a\n-b\n+c\n```"),)
+    assert card("glob", {"pattern": "*.py", "path": "src"}).title == "Find *.py in src"  # type: ignore[union-attr]
+    assert card("glob", {"pattern": "*.py"}).kind == "search"  # type: ignore[union-attr]
+    grep = card("grep", {"pattern": "x+", "path": "src", "include": "*.py"})
+    assert grep is not None
+    assert (grep.title, grep.kind) == ("Search /x+/ in src (*.py)", "search")
+    assert card("grep", {"pattern": "x"}).title == "Search /x/"  # type: ignore[union-attr]
+    assert card("read", {}) is None  # invalid arguments: presented generically
+
+
+def test_change_results_show_the_diff_with_counts() -> None:
+    args = {"file_path": "a.py"}
+    body = "Edited a.py: replaced 1 occurrence.\n```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```"
+    presented = present_change(args, ToolResult(content=(text(body),), is_error=False))
+    assert presented == ToolResultPresentation(
+        title="a.py (+1 -1)", content=(text("```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```"),)
+    )
+    plain = present_change(args, ToolResult(content=(text("Created a.py (1 lines)."),), is_error=False))
+    assert plain == ToolResultPresentation(content=(text("Created a.py (1 lines)."),))
+    assert present_change(args, ToolResult(content=(text("Error: no"),), is_error=True)) is None
+    image = ImageBlock(url="data:image/png;base64,AA==")
+    assert present_change(args, ToolResult(content=(image,), is_error=False)) is None
+
+
+def test_unified_diff_is_capped() -> None:
+    old = "".join(f"{n}\n" for n in range(1000))
+    new = "".join(f"{n}!\n" for n in range(1000))
+    diff = unified_diff(old, new, "f")
+    assert diff.splitlines()[-1] == f"[… {2003 - MAX_DIFF_LINES} more diff lines]"
+    assert unified_diff("same", "same", "f") == ""
+    assert diff_stats("--- a/f\n+++ b/f\n+x\n-y\n-z\n context\n") == (1, 2)
