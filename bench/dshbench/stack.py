@@ -22,6 +22,7 @@ import dsh.adapters.deepseek as llm_deepseek
 import dsh.plugins.invariants as invariants
 import dsh.plugins.llm_retry as llm_retry
 import dsh.plugins.tool_bash as tool_bash
+import dsh.plugins.tool_fs as tool_fs
 from dsh.agent_loop import AgentLoop
 from dsh.core.agent import AgentRegistry
 from dsh.core.llm import ContentBlock, LlmService, text
@@ -30,8 +31,8 @@ from dsh.core.system_prompt import SystemPrompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolRegistry, define_tool
 from dsh.kernel import Context, PluginSpec
 from dsh.plugins.bash_local import LocalBashExecutor
+from dsh.plugins.fs_local import LocalFileSystem
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
-from dsh.plugins.persistence_postgres import SessionPersistencePostgres
 from dsh.plugins.persistence_sqlite import SessionPersistenceSqlite
 
 MODEL = "bench-model"
@@ -53,6 +54,7 @@ class StackOptions:
     ``base_url`` registers the DeepSeek adapter for :data:`MODEL`; ``store`` is the
     JSONL root directory, the SQLite database path or the PostgreSQL URL (required
     unless ``persistence`` is ``"none"``); ``pg_schema`` is the PostgreSQL schema.
+    ``fs_root`` loads the local filesystem (rooted there) and the file tools.
     ``freeze_startup`` freezes the start-up objects as the ``dsh`` process does (see
     :func:`boot`).
     """
@@ -64,6 +66,7 @@ class StackOptions:
     invariants: bool = True
     bash: bool = True
     noop_tool: bool = False
+    fs_root: str | None = None
     loop: bool = True
     freeze_startup: bool = False
 
@@ -108,6 +111,8 @@ async def boot(options: StackOptions) -> Context:
         if options.persistence == "jsonl":
             await ctx.plugin(SessionPersistenceJsonl, {"root": options.store})
         elif options.persistence == "postgres":
+            from dsh.plugins.persistence_postgres import SessionPersistencePostgres  # psycopg: only when asked
+
             await ctx.plugin(SessionPersistencePostgres, {"url": options.store, "pg_schema": options.pg_schema})
         else:
             await ctx.plugin(SessionPersistenceSqlite, {"path": options.store})
@@ -116,6 +121,9 @@ async def boot(options: StackOptions) -> Context:
         await ctx.plugin(llm_retry)
     if options.noop_tool:
         await ctx.plugin(NOOP_PLUGIN)
+    if options.fs_root is not None:
+        await ctx.plugin(LocalFileSystem, {"root": options.fs_root})
+        await ctx.plugin(tool_fs)
     if options.loop:
         await ctx.plugin(AgentLoop, {"agents": []})
     if options.freeze_startup and not _FROZEN:

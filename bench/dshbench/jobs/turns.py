@@ -8,6 +8,7 @@ to a temporary directory removed at the end.
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 from typing import Any
 
@@ -18,15 +19,29 @@ from dshbench.jobs.checks import count, expect_all, expect_turn
 from dshbench.probe import Probe, peak_rss_kb
 from dshbench.stack import MODEL, StackOptions, boot
 
+FS_FILE = "work.txt"
+"""The file the read + edit steps work on (in the job's scratch workspace)."""
+
+
+def fs_workspace(scratch: str, steps: int) -> str:
+    """A workspace holding :data:`FS_FILE`, one ``<n>`` line per step, for the read + edit turn."""
+    root = os.path.join(scratch, "workspace")
+    os.mkdir(root)
+    with open(os.path.join(root, FS_FILE), "w", encoding="utf-8") as file:
+        file.writelines(f"<{n}>\n" for n in range(1, steps + 1))
+    return root
+
 
 def _options(params: dict[str, Any], scratch: str) -> StackOptions:
     persistence = params.get("persistence", "jsonl")
+    fs_root = fs_workspace(scratch, params["steps"]) if params.get("fs") else None
     return StackOptions(
         base_url=params["baseUrl"],
         persistence=persistence,
         store=scratch,
         invariants=params.get("invariants", True),
         noop_tool=True,
+        fs_root=fs_root,
         freeze_startup=True,
     )
 

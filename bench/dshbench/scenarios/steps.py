@@ -3,8 +3,10 @@
 The long turn is N-1 tool-call steps and a final answer, through the DeepSeek
 adapter over HTTP with JSONL persistence and the example stack (invariants, bash
 tools). Per tool-call step = (t_N - t_1) / (N - 1), in process CPU and in wall time,
-once with a real ``bash`` call of ``true`` per step and once with an in-process
-no-op tool. Both turns of a pair run in the same round, so drift hits both alike.
+once with a real ``bash`` call of ``true`` per step, once with an in-process
+no-op tool, and once with a ``read`` and an ``edit`` of one file per step (the file
+tools on the local filesystem; issue 16 asks that this cost no more than ``bash true``).
+Both turns of a pair run in the same round, so drift hits both alike.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 
 from dsh.testing.wire import Finish, Reply, text_reply, tool_call
 from dshbench.child import run_served
+from dshbench.jobs.turns import FS_FILE
 from dshbench.metrics import Metric, Target
 from dshbench.plan import Plan
 from dshbench.stack import NOOP_TOOL
@@ -23,26 +26,47 @@ TOOLS = {
     "bash": ("bash", json.dumps({"command": "true", "description": "do nothing, successfully"})),
     "noop": (NOOP_TOOL, "{}"),
 }
-CPU_TARGETS = {"bash": Target(4), "noop": Target(1)}
-LABELS = {"bash": "real bash `true`", "noop": "no-op tool"}
+CPU_TARGETS = {"bash": Target(4), "noop": Target(1), "fs": Target(4)}
+LABELS = {"bash": "real bash `true`", "noop": "no-op tool", "fs": "`read` + `edit` of one file"}
 RSS_TARGET = Target(80)
 
 
+def _fs_step(n: int) -> Reply:
+    """Step ``n`` of the file-tools turn: read line ``n`` of the file, then replace that line.
+
+    Reading one line keeps the history as small as the bash rows' (a whole-file read
+    would grow every later request by the file, which measures the adapter, not the tools).
+    """
+    read = json.dumps({"file_path": FS_FILE, "offset": n, "limit": 1})
+    edit = json.dumps({"file_path": FS_FILE, "old_string": f"<{n}>\n", "new_string": f"[{n}]\n"})
+    return Reply(
+        [*tool_call(0, f"read-{n}", "read", read), *tool_call(1, f"edit-{n}", "edit", edit), Finish("tool_calls")]
+    )
+
+
 def turn_script(steps: int, tool: str) -> list[Reply]:
-    """``steps - 1`` replies calling ``tool`` (distinct call ids), then a final answer."""
+    """``steps - 1`` replies calling ``tool`` (distinct call ids), then a final answer.
+
+    ``tool="fs"``: each reply calls ``read`` and then ``edit`` on the workspace's file.
+    """
+    if tool == "fs":
+        return [*(_fs_step(n) for n in range(1, steps)), text_reply("All done.")]
     name, arguments = TOOLS[tool]
     calls = [Reply([*tool_call(0, f"call-{n}", name, arguments), Finish("tool_calls")]) for n in range(1, steps)]
     return [*calls, text_reply("All done.")]
 
 
 async def _turn(steps: int, tool: str) -> dict[str, float]:
-    return await run_served(turn_script(steps, tool), {"kind": "turn", "steps": steps})
+    job: dict[str, object] = {"kind": "turn", "steps": steps}
+    if tool == "fs":
+        job["fs"] = True
+    return await run_served(turn_script(steps, tool), job)
 
 
 async def run(plan: Plan) -> list[Metric]:
     metrics: list[Metric] = []
     extra = plan.steps - 1
-    for tool in ("bash", "noop"):
+    for tool in ("bash", "noop", "fs"):
         label = LABELS[tool]
         cpu = Metric(SCENARIO, f"per tool-call step, {label} (CPU)", "ms", target=CPU_TARGETS[tool])
         wall = Metric(SCENARIO, f"per tool-call step, {label} (wall)", "ms")
