@@ -60,3 +60,21 @@ def test_unified_diff_is_capped() -> None:
     assert diff.splitlines()[-1] == f"[… {2003 - MAX_DIFF_LINES} more diff lines]"
     assert unified_diff("same", "same", "f") == ""
     assert diff_stats("--- a/f\n+++ b/f\n+x\n-y\n-z\n context\n") == (1, 2)
+
+
+def test_a_diff_deep_in_a_long_file_numbers_its_hunks_from_the_top_of_the_file() -> None:
+    old = "".join(f"line {n}\n" for n in range(1, 1001))
+    new = old.replace("line 500\n", "changed 500\n").replace("line 900\n", "")
+    assert unified_diff(old, new, "f") == (
+        "--- a/f\n+++ b/f\n"
+        "@@ -497,7 +497,7 @@\n line 497\n line 498\n line 499\n-line 500\n+changed 500\n line 501\n line 502\n line 503\n"
+        "@@ -897,7 +897,6 @@\n line 897\n line 898\n line 899\n-line 900\n line 901\n line 902\n line 903\n"
+    )
+
+
+def test_a_change_at_the_very_start_or_end_keeps_what_context_there_is() -> None:
+    old = "a\nb\nc\nd\ne\n"
+    assert unified_diff(old, "A\nb\nc\nd\ne\n", "f") == "--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n-a\n+A\n b\n c\n d\n"
+    assert unified_diff(old, "a\nb\nc\nd\nE", "f") == (
+        "--- a/f\n+++ b/f\n@@ -2,4 +2,4 @@\n b\n c\n d\n-e\n+E\n\\ No newline at end of file\n"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,13 +14,46 @@ MAX_DIFF_LINES = 400
 """The longest diff a result carries; the rest is summarized in one line."""
 
 
+CONTEXT = 3
+"""Unchanged lines shown around each change."""
+
+_HUNK = re.compile(r"@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
+
+
+def _trimmed(old: list[str], new: list[str]) -> tuple[int, list[str], list[str]]:
+    """``(offset, old part, new part)``: the equal head and tail cut off, :data:`CONTEXT` lines of each kept.
+
+    An edit changes a few lines of a file; the matcher then only compares the
+    changed region and its context instead of the whole file.
+    """
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    start = max(0, head - CONTEXT)
+    cut = max(0, tail - CONTEXT)
+    return start, old[start : len(old) - cut], new[start : len(new) - cut]
+
+
+def _shifted(header: str, offset: int) -> str:
+    match = _HUNK.match(header)
+    if match is None or offset == 0:
+        return header
+    old_start, old_count, new_start, new_count = match.groups()
+    return f"@@ -{int(old_start) + offset}{old_count} +{int(new_start) + offset}{new_count} @@\n"
+
+
 def unified_diff(old: str, new: str, shown: str) -> str:
-    """A unified diff (3 lines of context) from ``old`` to ``new``; ``""`` when equal."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{shown}", f"b/{shown}", n=3
-    )
+    """A unified diff (:data:`CONTEXT` lines of context) from ``old`` to ``new``; ``""`` when equal."""
+    offset, before, after = _trimmed(old.splitlines(keepends=True), new.splitlines(keepends=True))
+    lines = difflib.unified_diff(before, after, f"a/{shown}", f"b/{shown}", n=CONTEXT)
     out: list[str] = []
     for line in lines:
+        if line.startswith("@@ "):
+            line = _shifted(line, offset)
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     if len(out) > MAX_DIFF_LINES:
         rest = len(out) - MAX_DIFF_LINES
