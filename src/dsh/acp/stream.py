@@ -4,11 +4,14 @@
 and ``session/load`` replay: it reads one logged event and hands zero or more
 notifications to ``notify``. Tool calls are shown the way the tool itself presents
 them (``present_call`` / ``present_result``, see :class:`ToolPresenter`), optionally
-as a terminal card when the client advertised ``_meta.terminal_output``.
+as a terminal card when the client advertised ``_meta.terminal_output``. A call's
+``locations`` become the card's ``locations`` and a result's ``diffs`` its content as
+``diff`` entries (which then stand for the text content: they show the same change);
+relative paths are resolved against the session cwd (ACP asks for absolute ones).
 
 Key orders of every update are the wire contract (the reference goldens compare
 them): ``tool_call`` is ``sessionUpdate, toolCallId, title, kind, status, rawInput?,
-content?, _meta?`` and ``tool_call_update`` is ``sessionUpdate, toolCallId, status,
+content?, locations?, _meta?`` and ``tool_call_update`` is ``sessionUpdate, toolCallId, status,
 content?, title?, _meta?``.
 """
 
@@ -22,7 +25,7 @@ from typing import Any, Protocol
 from dsh.acp.codec import harness_block_to_acp_content
 from dsh.core.llm import ContentBlock, ReasoningDeltaChunk, TextDeltaChunk
 from dsh.core.session import AssistantChunkEvent, SessionEvent, ToolCallEvent, ToolResultEvent, UserMessageEvent
-from dsh.core.tools import ToolDefinition, ToolResult, ToolTerminal, parse_arguments
+from dsh.core.tools import ToolDefinition, ToolDiff, ToolLocation, ToolResult, ToolTerminal, parse_arguments
 
 Notify = Callable[[dict[str, Any]], None]
 """Receives one ``session/update`` params object ``{"sessionId", "update"}``; must not raise."""
@@ -59,6 +62,10 @@ def terminal_cwd(tool_cwd: str | None, session_cwd: str | None) -> str | None:
     return os.path.normpath(os.path.join(session_cwd, tool_cwd))
 
 
+def _resolved(path: str, session_cwd: str | None) -> str:
+    return path if os.path.isabs(path) or session_cwd is None else os.path.normpath(os.path.join(session_cwd, path))
+
+
 @dataclass(frozen=True)
 class TerminalContext:
     """Whether tool calls may render as terminal cards, and the session's cwd for them."""
@@ -73,22 +80,24 @@ NO_TERMINAL = TerminalContext()
 
 @dataclass
 class ToolCallView:
-    """How one call is shown: ``raw_input``/``content``/``terminal`` None means absent."""
+    """How one call is shown: ``raw_input``/``content``/``terminal``/``locations`` None means absent."""
 
     title: str
     kind: str
     raw_input: Any = None
     content: Sequence[ContentBlock] | None = None
     terminal: ToolTerminal | None = None
+    locations: Sequence[ToolLocation] | None = None
 
 
 @dataclass
 class ToolResultView:
-    """How one result is shown: ``title``/``terminal`` None means absent."""
+    """How one result is shown: ``title``/``terminal``/``diffs`` None means absent."""
 
     content: Sequence[ContentBlock]
     title: str | None = None
     terminal: ToolTerminal | None = None
+    diffs: Sequence[ToolDiff] | None = None
 
 
 class Presenter(Protocol):
@@ -180,6 +189,7 @@ class ToolPresenter:
             raw_input=present.raw_input,
             content=present.content,
             terminal=present.terminal,
+            locations=present.locations,
         )
 
     def result(self, call_id: str, content: Sequence[ContentBlock], is_error: bool) -> ToolResultView:
@@ -199,6 +209,7 @@ class ToolPresenter:
             content=present.content if present.content is not None else content,
             title=present.title,
             terminal=present.terminal if pending.is_terminal else None,
+            diffs=present.diffs,
         )
 
 
@@ -209,6 +220,21 @@ def _tool_content(blocks: Sequence[ContentBlock] | None) -> list[dict[str, Any]]
         if content is not None:
             items.append({"type": "content", "content": content})
     return items
+
+
+def _location(place: ToolLocation, cwd: str | None) -> dict[str, Any]:
+    location: dict[str, Any] = {"path": _resolved(place.path, cwd)}
+    if place.line is not None:
+        location["line"] = place.line
+    return location
+
+
+def _diff(change: ToolDiff, cwd: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "diff", "path": _resolved(change.path, cwd)}
+    if change.old_text is not None:  # absent for a file created
+        item["oldText"] = change.old_text
+    item["newText"] = change.new_text
+    return item
 
 
 def _call_update(call_id: str, view: ToolCallView, terminal: TerminalContext) -> dict[str, Any]:
@@ -227,6 +253,8 @@ def _call_update(call_id: str, view: ToolCallView, terminal: TerminalContext) ->
         update["rawInput"] = view.raw_input
     if content:
         update["content"] = content
+    if view.locations:
+        update["locations"] = [_location(place, terminal.cwd) for place in view.locations]
     if card is not None:
         info: dict[str, Any] = {"terminal_id": call_id}
         cwd = terminal_cwd(card.cwd, terminal.cwd)
@@ -249,7 +277,9 @@ def _result_update(call_id: str, is_error: bool, view: ToolResultView, terminal:
         "toolCallId": call_id,
         "status": "failed" if is_error or _ended_badly(card) else "completed",
     }
-    if output is None:  # in terminal mode the card's content must stay (an update's content replaces it)
+    if view.diffs:
+        update["content"] = [_diff(change, terminal.cwd) for change in view.diffs]
+    elif output is None:  # in terminal mode the card's content must stay (an update's content replaces it)
         update["content"] = _tool_content(view.content)
     if view.title is not None:
         update["title"] = view.title

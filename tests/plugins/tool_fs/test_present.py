@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dsh.core.llm import ImageBlock, text
-from dsh.core.tools import TOOLS, ToolCallPresentation, ToolResult, ToolResultPresentation
+from dsh.core.tools import TOOLS, ToolCallPresentation, ToolDiff, ToolLocation, ToolResult, ToolResultPresentation
 from dsh.plugins.tool_fs import diff_stats, present_change, unified_diff
-from dsh.plugins.tool_fs.present import MAX_DIFF_LINES
+from dsh.plugins.tool_fs.present import MAX_DIFF_LINES, hunk_diffs, present_edit, present_read, present_write
 from tests.plugins.tool_fs.conftest import Stack
 
 
@@ -44,7 +44,9 @@ def test_change_results_show_the_diff_with_counts() -> None:
     body = "Edited a.py: replaced 1 occurrence.\n```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```"
     presented = present_change(args, ToolResult(content=(text(body),), is_error=False))
     assert presented == ToolResultPresentation(
-        title="a.py (+1 -1)", content=(text("```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```"),)
+        title="a.py (+1 -1)",
+        content=(text("```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n```"),),
+        diffs=(ToolDiff("a.py", old_text="x\n", new_text="y\n"),),
     )
     plain = present_change(args, ToolResult(content=(text("Created a.py (1 lines)."),), is_error=False))
     assert plain == ToolResultPresentation(content=(text("Created a.py (1 lines)."),))
@@ -78,3 +80,30 @@ def test_a_change_at_the_very_start_or_end_keeps_what_context_there_is() -> None
     assert unified_diff(old, "a\nb\nc\nd\nE", "f") == (
         "--- a/f\n+++ b/f\n@@ -2,4 +2,4 @@\n b\n c\n d\n-e\n+E\n\\ No newline at end of file\n"
     )
+
+
+def test_call_cards_name_the_file_as_a_location() -> None:
+    assert present_read({"file_path": "a.py"}).locations == (ToolLocation("a.py"),)
+    assert present_read({"file_path": "a.py", "offset": 7}).locations == (ToolLocation("a.py", 7),)
+    assert present_write({"file_path": "/w/a.py", "content": ""}).locations == (ToolLocation("/w/a.py"),)
+    edit = present_edit({"file_path": "a.py", "old_string": "x", "new_string": "y"})
+    assert edit.locations == (ToolLocation("a.py"),)
+
+
+def test_change_results_carry_the_change_as_diffs() -> None:
+    def shown(body: str, args: dict[str, object]) -> ToolResultPresentation | None:
+        return present_change(args, ToolResult(content=(text(body),), is_error=False))
+
+    created = shown("Created a.py (1 lines).", {"file_path": "a.py", "content": "x\n"})
+    assert created is not None
+    assert created.diffs == (ToolDiff("a.py", new_text="x\n"),)
+    same = shown("Wrote a.py; the content is unchanged.", {"file_path": "a.py", "content": "x\n"})
+    assert same is not None
+    assert same.diffs is None
+    diff = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n k\n-x\n\\ No newline at end of file\n+y\n"
+    edited = shown(f"Edited a.py: replaced 1 occurrence.\n```diff\n{diff}```", {"file_path": "a.py"})
+    assert edited is not None
+    assert edited.diffs == (ToolDiff("a.py", old_text="k\nx", new_text="k\ny\n"),)
+    capped = "@@ -1 +1 @@\n-a\n+b\n@@ -9 +9 @@\n-c\n[… 3 more diff lines]\n"
+    assert hunk_diffs(capped, "f") == (ToolDiff("f", "b\n", "a\n"), ToolDiff("f", "", "c\n"))
+    assert hunk_diffs("", "f") == ()

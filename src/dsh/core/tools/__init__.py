@@ -21,6 +21,8 @@ from dsh.core.tools.model_tool import (
 from dsh.core.tools.presentation import (
     ToolCallKind,
     ToolCallPresentation,
+    ToolDiff,
+    ToolLocation,
     ToolResultPresentation,
     ToolTerminal,
 )
@@ -54,10 +56,12 @@ __all__ = [
     "ToolCallKind",
     "ToolCallPresentation",
     "ToolDefinition",
+    "ToolDiff",
     "ToolErrorInfo",
     "ToolExecute",
     "ToolExecution",
     "ToolExecutionResult",
+    "ToolLocation",
     "ToolRegistry",
     "ToolResult",
     "ToolResultPresentation",

@@ -43,6 +43,24 @@ class ToolTerminal(Struct, frozen=True):
             )
 
 
+class ToolLocation(Struct, frozen=True):
+    """A file a call touches (an editor can follow it): ``path`` as the tool got it
+    (a front end resolves a relative one against the session cwd), ``line`` 1-based or None."""
+
+    path: str
+    line: int | None = None
+
+
+class ToolDiff(Struct, frozen=True):
+    """A change to one file: ``old_text`` None for a file created, else the text replaced by ``new_text``.
+
+    The texts may be the whole file or only the changed region (with some context)."""
+
+    path: str
+    new_text: str
+    old_text: str | None = None
+
+
 class ToolCallPresentation(Struct, frozen=True):
     """How to show a call; ``title`` is required, everything else optional (None = absent)."""
 
@@ -51,6 +69,7 @@ class ToolCallPresentation(Struct, frozen=True):
     raw_input: Any = None
     content: tuple[ContentBlock, ...] | None = None
     terminal: ToolTerminal | None = None
+    locations: tuple[ToolLocation, ...] | None = None
 
 
 class ToolResultPresentation(Struct, frozen=True):
@@ -59,3 +78,4 @@ class ToolResultPresentation(Struct, frozen=True):
     title: str | None = None
     content: tuple[ContentBlock, ...] | None = None
     terminal: ToolTerminal | None = None
+    diffs: tuple[ToolDiff, ...] | None = None

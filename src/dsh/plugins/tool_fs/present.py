@@ -1,4 +1,12 @@
-"""Diffs and the display of file tool calls: pure functions, safe to rerun on replay."""
+"""Diffs and the display of file tool calls: pure functions, safe to rerun on replay.
+
+Call cards carry the file as a location (the path as the model gave it; a front end
+resolves a relative one against the session cwd). The result card of an edit or a
+write carries the change as :class:`ToolDiff` values rebuilt from what the logged
+result holds, so a replay shows the same: one diff per hunk of the unified diff the
+model also sees (old and new text of the changed region with its context), or, for a
+file created, the written content with no old text.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsh.core.llm import TextBlock, text
-from dsh.core.tools import ToolCallPresentation, ToolResult, ToolResultPresentation
+from dsh.core.tools import ToolCallPresentation, ToolDiff, ToolLocation, ToolResult, ToolResultPresentation
 
 MAX_DIFF_LINES = 400
 """The longest diff a result carries; the rest is summarized in one line."""
@@ -76,6 +84,33 @@ def diff_stats(diff: str) -> tuple[int, int]:
     return added, removed
 
 
+def _file(args: Mapping[str, Any]) -> tuple[ToolLocation, ...]:
+    return (ToolLocation(str(args["file_path"])),)
+
+
+def hunk_diffs(diff: str, path: str) -> tuple[ToolDiff, ...]:
+    """One :class:`ToolDiff` per hunk of the unified ``diff``: context and removed lines
+    as the old text, context and added lines as the new text. A hunk cut by the
+    :data:`MAX_DIFF_LINES` cap ends where the cut is."""
+    hunks: list[tuple[list[str], list[str]]] = []
+    sides: tuple[list[str], ...] = ()
+    for line in diff.splitlines():
+        if line.startswith("@@ "):
+            hunks.append(([], []))
+            sides = ()
+        elif not hunks or line.startswith("[… "):
+            continue  # the file headers before the first hunk, the cap's summary line
+        elif line.startswith("\\"):  # "\ No newline at end of file": the line before has none
+            for side in sides:
+                side[-1] = side[-1].removesuffix("\n")
+        else:
+            old, new = hunks[-1]
+            sides = {"-": (old,), "+": (new,)}.get(line[:1], (old, new))
+            for side in sides:
+                side.append(line[1:] + "\n")
+    return tuple(ToolDiff(path, new_text="".join(new), old_text="".join(old)) for old, new in hunks)
+
+
 def present_read(args: Mapping[str, Any]) -> ToolCallPresentation:
     offset = args.get("offset")
     limit = args.get("limit")
@@ -83,11 +118,17 @@ def present_read(args: Mapping[str, Any]) -> ToolCallPresentation:
     if offset is not None or limit is not None:
         first = int(offset) if offset is not None else 1
         where = f" (from line {first})" if limit is None else f" (lines {first}-{first + int(limit) - 1})"
-    return ToolCallPresentation(title=f"Read {args['file_path']}{where}", kind="read", raw_input=args)
+    line = int(offset) if offset is not None else None
+    return ToolCallPresentation(
+        title=f"Read {args['file_path']}{where}",
+        kind="read",
+        raw_input=args,
+        locations=(ToolLocation(str(args["file_path"]), line),),
+    )
 
 
 def present_write(args: Mapping[str, Any]) -> ToolCallPresentation:
-    return ToolCallPresentation(title=f"Write {args['file_path']}", kind="edit", raw_input=args)
+    return ToolCallPresentation(title=f"Write {args['file_path']}", kind="edit", raw_input=args, locations=_file(args))
 
 
 def present_edit(args: Mapping[str, Any]) -> ToolCallPresentation:
@@ -99,6 +140,7 @@ def present_edit(args: Mapping[str, Any]) -> ToolCallPresentation:
         kind="edit",
         raw_input=args,
         content=(text(fenced_diff(old + new)),),
+        locations=_file(args),
     )
 
 
@@ -119,10 +161,14 @@ def present_change(args: Mapping[str, Any], result: ToolResult) -> ToolResultPre
         return None
     body = result.content[0].text
     start = body.find("```diff\n")
+    path = str(args["file_path"])
     if start < 0:
+        content = args.get("content")
+        if body.startswith("Created ") and isinstance(content, str):  # a new file: all of it is new
+            return ToolResultPresentation(content=(text(body),), diffs=(ToolDiff(path, new_text=content),))
         return ToolResultPresentation(content=(text(body),))
     diff = body[start + len("```diff\n") : body.rfind("\n```")]
     added, removed = diff_stats(diff)
     return ToolResultPresentation(
-        title=f"{args['file_path']} (+{added} -{removed})", content=(text(fenced_diff(diff)),)
+        title=f"{path} (+{added} -{removed})", content=(text(fenced_diff(diff)),), diffs=hunk_diffs(diff, path)
     )
