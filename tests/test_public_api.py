@@ -370,8 +370,10 @@ FROZEN: dict[str, list[str]] = {
         "parse_session_header",
         "parse_session_header_line",
         "payload_type",
+        "prompt_title",
         "register_event_type",
         "session_event_line",
+        "session_title",
     ],
     "dsh.core.system_prompt": [
         "SYSTEM_PROMPT",

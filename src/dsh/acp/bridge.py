@@ -37,11 +37,13 @@ from typing import Any, Final, cast
 from dsh.acp.codec import StopReason, acp_prompt_to_text, prompt_has_unsupported_content, turn_end_to_stop_reason
 from dsh.acp.config import Config, agent_options
 from dsh.acp.jsonrpc import JsonRpcConnection, RequestError
+from dsh.acp.listing import list_page
 from dsh.acp.mcp_servers import mcp_capabilities, session_servers
 from dsh.acp.params import (
     AuthenticateParams,
     CancelParams,
     InitializeParams,
+    ListSessionsParams,
     LoadSessionParams,
     NewSessionParams,
     PromptParams,
@@ -63,6 +65,7 @@ from dsh.core.mcp import MCP, HttpServer, McpHost, StdioServer
 from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import (
     SESSION_EVENT,
+    SESSIONS,
     ErrorReason,
     MessageTrigger,
     Session,
@@ -72,6 +75,7 @@ from dsh.core.session import (
     TurnEndEvent,
     TurnEndReason,
     TurnStartEvent,
+    session_title,
 )
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
@@ -178,6 +182,7 @@ class AcpBridge:
                 "authenticate": self.authenticate,
                 "session/new": self.new_session,
                 "session/load": self.load_session,
+                "session/list": self.list_sessions,
                 "session/prompt": self.prompt,
             },
             notifications={"session/cancel": self.cancel},
@@ -341,6 +346,23 @@ class AcpBridge:
             record = self._register(session_id, agent, owner)
         self._replay(record)
         return {}
+
+    async def list_sessions(self, raw: Any) -> dict[str, Any]:
+        """The stored and live sessions, newest first, filtered by ``cwd``, paged (:mod:`dsh.acp.listing`)."""
+        params = ListSessionsParams.model_validate(raw)
+        self._assert_open()
+        if params.cwd is not None and not os.path.isabs(params.cwd):
+            raise RequestError.invalid_params(f"cwd must be an absolute path: {params.cwd}")
+        headers = {header.id: header for header in await self._persistence.list()}
+        for record in self._sessions.values():
+            headers.setdefault(record.session_id, record.agent.session.header)
+        store = self._ctx[SESSIONS]
+
+        def title_of(session_id: str) -> str | None:
+            live = store.get(session_id)
+            return session_title(live.events) if live is not None else None
+
+        return list_page(list(headers.values()), title_of, params.cwd, params.cursor)
 
     def _replay(self, record: SessionRecord) -> None:
         replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state

@@ -81,3 +81,8 @@ class PromptParams(_Params):
 
 class CancelParams(_Params):
     sessionId: str
+
+
+class ListSessionsParams(_Params):
+    cwd: str | None = None
+    cursor: str | None = None

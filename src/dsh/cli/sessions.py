@@ -43,7 +43,6 @@ from dsh.cli.settings import Settings
 from dsh.cli.transcript import format_time, render_transcript
 from dsh.cli.usage import price_of, usage_lines
 from dsh.core.errors import HarnessError
-from dsh.core.llm import text_of
 from dsh.core.persistence import (
     MISSING,
     SESSION_PERSISTENCE,
@@ -54,7 +53,7 @@ from dsh.core.persistence import (
     header_text,
     json_text,
 )
-from dsh.core.session import SessionHeader, UserMessageEvent, parse_session_event
+from dsh.core.session import SessionHeader, UserMessageEvent, parse_session_event, prompt_title
 from dsh.core.usage import own_start, summarize_usage
 from dsh.kernel import unwrap
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
@@ -107,7 +106,7 @@ def first_prompt(data: bytes) -> str | None:
         return None
     if type(event) is not UserMessageEvent:
         return None
-    return " ".join(text_of(event.data.content).split()) or None
+    return prompt_title(event)
 
 
 def _title(text: str) -> str:

@@ -25,6 +25,7 @@ from dsh.core.session.jsonvalue import JsonValue, NotJsonError, dumps_json, is_j
 from dsh.core.session.repair import INTERRUPTED_RESULT_TEXT, interrupted_turn_closers
 from dsh.core.session.session import EventLog, Session, is_turn_open, last_turn_number
 from dsh.core.session.store import SESSIONS, SessionStore
+from dsh.core.session.title import prompt_title, session_title
 from dsh.core.session.types import (
     CORE_EVENT_TYPES,
     SESSION_FORMAT_VERSION,
@@ -152,6 +153,8 @@ __all__ = [
     "parse_session_header",
     "parse_session_header_line",
     "payload_type",
+    "prompt_title",
     "register_event_type",
     "session_event_line",
+    "session_title",
 ]
