@@ -96,7 +96,7 @@ def _log_result(session: Session, turn: int, step: int, call: ToolCallBlock, res
             turn=turn,
             step=step,
             call_id=call.id,
-            content=tuple(result.content),
+            content=result.content,
             is_error=result.is_error,
             error=result.error,
         ),

@@ -20,7 +20,14 @@ from dsh.core.persistence.coordinated import CoordinatedPersistence
 from dsh.core.persistence.coordinator import PersistenceCoordinator, cwd_of
 from dsh.core.persistence.dirs import make_private_dirs
 from dsh.core.persistence.errors import PersistenceError
-from dsh.core.persistence.jsontext import data_text, escape_lone_surrogates, event_text, header_text, json_text
+from dsh.core.persistence.jsontext import (
+    data_text,
+    escape_lone_surrogates,
+    event_text,
+    header_text,
+    json_bytes,
+    json_text,
+)
 from dsh.core.persistence.locks import WriterLocks
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
 from dsh.core.persistence.offload import run_blocking
@@ -56,6 +63,7 @@ __all__ = [
     "escape_lone_surrogates",
     "event_text",
     "header_text",
+    "json_bytes",
     "json_text",
     "loads_stored_json",
     "make_private_dirs",

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from dsh.core.llm import encode
-from dsh.core.session import SessionEvent, SessionHeader, header_line, session_event_line
+from dsh.core.session import SessionEvent, SessionHeader, header_line
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -48,20 +48,22 @@ def _escaped_text(value: object) -> str:
     return escape_lone_surrogates(json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":")))
 
 
-def event_text(event: SessionEvent) -> str:
-    """The JSONL line of ``event`` (no newline), always UTF-8 encodable."""
+def json_bytes(value: object) -> bytes:
+    """The compact UTF-8 JSON of any vocabulary value; a lone surrogate is written as its escape."""
     try:
-        return session_event_line(event)
+        return encode(value)
     except UnicodeEncodeError:
-        return _escaped_text(event)
+        return _escaped_text(value).encode()
 
 
 def json_text(value: object) -> str:
-    """The compact JSON text of any vocabulary value, always UTF-8 encodable."""
-    try:
-        return encode(value).decode()
-    except UnicodeEncodeError:
-        return _escaped_text(value)
+    """:func:`json_bytes` as text."""
+    return json_bytes(value).decode()
+
+
+def event_text(event: SessionEvent) -> str:
+    """The JSONL line of ``event`` (no newline), always UTF-8 encodable."""
+    return json_text(event)
 
 
 def data_text(event: SessionEvent) -> str:

@@ -20,8 +20,8 @@ from dsh.core.persistence import (
     StoredPrefix,
     WriterLocks,
     cwd_of,
-    event_text,
     header_text,
+    json_bytes,
     make_private_dirs,
     run_blocking,
 )
@@ -50,14 +50,14 @@ class JsonlConfig(BaseModel):
     root: str = Field(min_length=1)
 
 
-def _encode_lines(lines: Sequence[str]) -> bytes:
-    """The UTF-8 bytes of ``lines`` (storage JSON text, at least one), each ending in a newline."""
-    return ("\n".join(lines) + "\n").encode("utf-8")
+def _encode_lines(lines: Sequence[bytes]) -> bytes:
+    """``lines`` (storage JSON, at least one), each ending in a newline."""
+    return b"\n".join(lines) + b"\n"
 
 
-def _event_lines(events: Iterable[SessionEvent]) -> builtins.list[str]:
-    """The JSONL line of each event: each event encoded once, here."""
-    return [event_text(event) for event in events]
+def _event_lines(events: Iterable[SessionEvent]) -> builtins.list[bytes]:
+    """The JSONL line of each event as UTF-8: each event encoded once, here, straight to bytes."""
+    return [json_bytes(event) for event in events]
 
 
 class SessionPersistenceJsonl(CoordinatedPersistence):
@@ -296,7 +296,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         path = log_path(self.root, cwd_of(meta), id)
         lines = _event_lines(events)
         if not materialized:
-            lines.insert(0, header_text(meta))
+            lines.insert(0, header_text(meta).encode())
         await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized, sync))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
