@@ -284,6 +284,7 @@ FROZEN: dict[str, list[str]] = {
         "escape_lone_surrogates",
         "event_text",
         "header_text",
+        "json_bytes",
         "json_text",
         "loads_stored_json",
         "make_private_dirs",
