@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from tests.sealing import unsealed
+
 DSH = Path(sys.executable).with_name("dsh")
 """The installed console script."""
 
@@ -79,8 +81,8 @@ def session_files(root: Path) -> list[Path]:
 
 
 def read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A JSONL session log: its header and its events."""
-    header, *events = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
+    """A JSONL session log: its header and its events (without the line checksums)."""
+    header, *events = (json.loads(line) for line in unsealed(path.read_bytes()).decode().splitlines())
     return header, events
 
 

@@ -21,6 +21,7 @@ from dsh.plugins.demo import LABEL
 from dsh.testing.wire import Reply, TextDelta, WireServer, api_error, text_reply
 from tests.cli.helpers import DSH, child_env, dsh, finish, log_of, read_log, session_files, session_id_of, spawn
 from tests.cli.helpers import turn_ends as ends
+from tests.sealing import unsealed_text
 
 pytestmark = pytest.mark.e2e
 
@@ -105,7 +106,7 @@ async def test_resume_continues_numbering_and_sessions_commands_read_what_run_wr
 
     as_json = await dsh("sessions", "show", "--json", session_id, env=env, cwd=workspace)
     (path,) = session_files(tmp_path / "sessions")
-    assert as_json.stdout == path.read_text(encoding="utf-8")
+    assert as_json.stdout == unsealed_text(path.read_text(encoding="utf-8"))
 
     removed = await dsh("sessions", "rm", session_id, env=env, cwd=workspace)
     assert (removed.status, removed.stdout) == (0, f"removed {session_id}\n")

@@ -20,6 +20,7 @@ from dsh.plugins.demo import LABEL
 from dsh.testing.wire import Reply, TextDelta, WireServer, api_error, text_reply, tool_call
 from tests.cli.helpers import log_of, namespace, session_files, session_id_of, turn_ends, write_tree
 from tests.cli.plugins import stall_step
+from tests.sealing import unsealed_text
 
 
 def run_args(root: Path, cwd: Path, *rest: str) -> list[str]:
@@ -61,7 +62,7 @@ async def test_run_json_prints_every_session_event_as_a_line(
     assert events[-1] == {**events[-1], "type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}
     assert "assistant/chunk" in {event["type"] for event in events}
     (path,) = session_files(sessions_root)
-    assert path.read_text(encoding="utf-8").splitlines()[1:] == lines
+    assert unsealed_text(path.read_text(encoding="utf-8")).splitlines()[1:] == lines
     assert session_id_of(err) == path.stem
 
 

@@ -17,6 +17,7 @@ from dsh.core.session import SessionHeader, SessionStore
 from dsh.kernel import Context
 from dsh.plugins.persistence_jsonl import NO_CWD_BUCKET, SessionPersistenceJsonl
 from tests.cli.helpers import log_of, namespace, session_files, session_id_of, write_tree
+from tests.sealing import unsealed_text
 
 
 async def demo_run(root: Path, cwd: Path, prompt: str, capsys: pytest.CaptureFixture[str], *rest: str) -> str:
@@ -85,7 +86,7 @@ async def test_show_prints_a_transcript_and_json_prints_the_log(
 
     assert await amain(sessions(sessions_root, "show", "--json", session_id)) == 0
     (path,) = session_files(sessions_root)
-    assert capsys.readouterr().out == path.read_text(encoding="utf-8")
+    assert capsys.readouterr().out == unsealed_text(path.read_text(encoding="utf-8"))
 
 
 async def test_show_repairs_a_crash_tail_first(
@@ -117,7 +118,9 @@ async def test_show_repairs_a_crash_tail_first(
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines[0] == header
     assert lines[-1]["data"] == {"turn": 2, "reason": {"kind": "interrupted"}}
-    assert path.read_text(encoding="utf-8").splitlines()[-1] == json.dumps(lines[-1], separators=(",", ":"))
+    assert unsealed_text(path.read_text(encoding="utf-8")).splitlines()[-1] == json.dumps(
+        lines[-1], separators=(",", ":")
+    )
     assert await amain(sessions(sessions_root, "show", session_id)) == 0
     assert "user: lost\n── turn 2 ended: interrupted ──\n\n── usage " in capsys.readouterr().out
 

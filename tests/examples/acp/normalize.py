@@ -12,7 +12,7 @@ compact JSON, one value per line, with a trailing newline.
   ``id`` becomes its first-seen rank (1, 2, ...), so a request's response keeps the
   request's number and notifications stay without one.
 * :func:`normalize_session_log` -- the header's ``createdAt`` and every other record's
-  ``time`` become 0; ``seq`` is kept.
+  ``time`` become 0, the line checksum ``crc`` (dsh's own) is dropped; ``seq`` is kept.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def normalize_session_log(raw: str, context: ScrubContext) -> str:
         if not line.strip():
             continue
         record = json.loads(line)
+        record.pop("crc", None)  # dsh's own line checksum: the reference writes none
         if record.get("type") == "session":
             record["createdAt"] = 0
         elif "time" in record:

@@ -31,6 +31,7 @@ from tests.core.persistence.helpers import (
 )
 from tests.plugins.persistence_jsonl.conftest import TORN_FRAGMENT
 from tests.plugins.persistence_jsonl.test_jsonl import expected_bytes, write_raw
+from tests.sealing import seal, unsealed
 
 
 def lines_of(*events: Any) -> bytes:
@@ -80,10 +81,10 @@ async def test_a_torn_tail_is_cut_and_every_committed_event_is_kept(
     persistence = await rig.mount()
     loaded = await persistence.load("s1")
     assert texts(loaded.events) == texts(written)
-    assert path.read_bytes() == expected_bytes(meta("s1", CWD), written)
+    assert path.read_bytes() == unsealed(expected_bytes(meta("s1", CWD), written))  # write_raw seals nothing
     assert texts((await (await rig.remount()).load("s1")).events) == texts(written)
     warned = [record.getMessage() for record in caplog.records if "torn tail" in record.getMessage()]
-    size = len(expected_bytes(meta("s1", CWD), written))
+    size = len(unsealed(expected_bytes(meta("s1", CWD), written)))
     assert warned == [f"{path}: removed a torn tail (an unfinished write) after byte {size}"]
 
 
@@ -294,7 +295,7 @@ async def test_missing_parent_directories_are_created_private(rig: Rig, tmp_path
     await persistence.append("s1", one_user_turn())
     for directory in (tmp_path / "a", tmp_path / "a" / "b", deep, deep / "_no-cwd"):
         assert directory.stat().st_mode & 0o777 == 0o700
-    assert header_line(meta("s1")).encode() in (deep / "_no-cwd" / "s1.jsonl").read_bytes()
+    assert seal(header_line(meta("s1")).encode()) in (deep / "_no-cwd" / "s1.jsonl").read_bytes()
 
 
 async def test_a_symlinked_log_is_refused_and_its_target_is_never_touched(rig: Rig, root: Path, tmp_path: Path) -> None:

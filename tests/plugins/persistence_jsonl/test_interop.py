@@ -31,6 +31,7 @@ from tests.core.persistence.helpers import (
     tool_call_block,
     tool_result,
 )
+from tests.sealing import sealed, unsealed
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CONFORMANCE = PROJECT_ROOT / "tests" / "examples" / "acp" / "reference"
@@ -45,7 +46,8 @@ def conformance_logs() -> list[Path]:
 
 
 def read_lines(path: Path) -> list[Any]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    """The JSON of each line, without the line checksum this backend adds (other writers add none)."""
+    return [json.loads(line) for line in unsealed(path.read_bytes()).decode().splitlines()]
 
 
 def expected_messages(events: list[Any]) -> list[dict[str, Any]]:
@@ -113,7 +115,7 @@ async def test_a_reference_log_loads_into_a_live_session_and_re_serializes_to_th
         copied = Path(log_path(str(copy_root), header.get("cwd"), header["id"]))
         if events:
             assert read_lines(copied) == original
-            assert copied.read_bytes() == source.read_bytes()
+            assert unsealed(copied.read_bytes()) == source.read_bytes()
         else:
             assert not copied.exists()
     finally:
@@ -169,6 +171,8 @@ async def test_unknown_event_and_block_types_survive_load_resume_and_append_byte
     after = path.read_bytes()
     assert after.startswith(before)
     assert seqs(session.events) == list(range(7))
-    assert after[len(before) :] == "".join(session_event_line(item) + "\n" for item in session.events[4:]).encode()
+    assert after[len(before) :] == sealed(
+        "".join(session_event_line(item) + "\n" for item in session.events[4:]).encode()
+    )
     reloaded = await (await rig.remount()).load("newer")
-    assert [session_event_line(item) for item in reloaded.events] == after.decode().splitlines()[1:]
+    assert [session_event_line(item) for item in reloaded.events] == unsealed(after).decode().splitlines()[1:]

@@ -47,6 +47,7 @@ from tests.core.persistence.helpers import (
     user_message,
 )
 from tests.plugins.persistence_jsonl.conftest import TORN_FRAGMENT
+from tests.sealing import seal, unsealed
 
 
 def write_raw(root: Path, header: SessionHeader, events: list[SessionEvent], tail: bytes = b"") -> Path:
@@ -60,7 +61,7 @@ def write_raw(root: Path, header: SessionHeader, events: list[SessionEvent], tai
 
 def expected_bytes(header: SessionHeader, events: list[SessionEvent]) -> bytes:
     lines = [header_line(header), *(session_event_line(item) for item in events)]
-    return b"".join(line.encode() + b"\n" for line in lines)
+    return b"".join(seal(line.encode()) + b"\n" for line in lines)
 
 
 def fail_once(monkeypatch: pytest.MonkeyPatch, name: str, message: str = "disk full") -> list[int]:
@@ -151,12 +152,14 @@ async def test_committed_events_are_never_rewritten_only_the_crash_tail_is_repai
     """committed events are never rewritten: only the crash tail is repaired"""
     written = [*one_turn_log(), *open_turn(2, 6)]
     path = write_raw(root, meta("s1", CWD), written, tail=TORN_FRAGMENT)
-    original = expected_bytes(meta("s1", CWD), written)
+    original = unsealed(expected_bytes(meta("s1", CWD), written))  # write_raw seals nothing
     persistence = await rig.mount()
     loaded = await persistence.load("s1")
     repaired = path.read_bytes()
     assert repaired.startswith(original)
-    assert repaired == original + b"".join(session_event_line(item).encode() + b"\n" for item in loaded.events[8:])
+    assert repaired == original + b"".join(
+        seal(session_event_line(item).encode()) + b"\n" for item in loaded.events[8:]
+    )
 
 
 async def test_a_failed_append_lines_truncates_partial_bytes_so_a_retry_has_no_seq_gap(

@@ -27,6 +27,7 @@ from dsh.core.persistence import (
 )
 from dsh.core.session import SessionEvent, SessionHeader
 from dsh.kernel import Context
+from dsh.plugins.persistence_jsonl.checksum import seal
 from dsh.plugins.persistence_jsonl.files import (
     append_durably,
     exists,
@@ -56,8 +57,8 @@ def _encode_lines(lines: Sequence[bytes]) -> bytes:
 
 
 def _event_lines(events: Iterable[SessionEvent]) -> builtins.list[bytes]:
-    """The JSONL line of each event as UTF-8: each event encoded once, here, straight to bytes."""
-    return [json_bytes(event) for event in events]
+    """The sealed JSONL line of each event as UTF-8: each event encoded once, here, straight to bytes."""
+    return [seal(json_bytes(event)) for event in events]
 
 
 class SessionPersistenceJsonl(CoordinatedPersistence):
@@ -296,7 +297,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         path = log_path(self.root, cwd_of(meta), id)
         lines = _event_lines(events)
         if not materialized:
-            lines.insert(0, header_text(meta).encode())
+            lines.insert(0, seal(header_text(meta).encode()))
         await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized, sync))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:

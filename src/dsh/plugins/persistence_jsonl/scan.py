@@ -18,6 +18,7 @@ from typing import cast
 from dsh.core.errors import HarnessError
 from dsh.core.persistence import PersistenceError, loads_stored_json, parse_event_lines, torn_tail
 from dsh.core.session import SessionEvent, SessionHeader, parse_session_header
+from dsh.plugins.persistence_jsonl.checksum import CHECKSUM_MISMATCH, ChecksumError, broken_seals, check
 
 NOT_A_HEADER = "corrupt session log: first line is not a session header"
 
@@ -52,10 +53,15 @@ def _header_from_text(text: str) -> SessionHeader:
 def parse_header_line(line: bytes) -> SessionHeader:
     """The header of a log's first line (without its newline).
 
-    Raises :class:`PersistenceError` (``CORRUPT_LOG``) when the line is not JSON or
-    not a ``{"type":"session",...}`` header with an int ``version``, str ``id`` and int
-    ``createdAt``. The version itself is not checked here.
+    Raises :class:`PersistenceError` (``CORRUPT_LOG``) when the line is not JSON, not a
+    ``{"type":"session",...}`` header with an int ``version``, str ``id`` and int
+    ``createdAt``, or sealed with a checksum its content does not match. The version
+    itself is not checked here.
     """
+    try:
+        check(line)
+    except ChecksumError as error:
+        raise PersistenceError(f"corrupt session log: header line {error}", "CORRUPT_LOG", error) from error
     try:
         text = line.decode("utf-8")
     except ValueError as error:
@@ -63,25 +69,23 @@ def parse_header_line(line: bytes) -> SessionHeader:
     return _header_from_text(text)
 
 
-def _split_lines(buffer: bytes) -> list[str] | list[bytes]:
-    """The ``\\n``-terminated lines of ``buffer`` without their newlines.
-
-    Decoded text when the whole buffer is valid UTF-8 (one decode), else raw bytes to
-    decode line by line (a bad line is then a hole of its own).
-    """
+def _split_lines(buffer: bytes) -> list[bytes]:
+    """The ``\\n``-terminated lines of ``buffer`` without their newlines (a trailing piece is none)."""
     end = buffer.rfind(b"\n")
-    try:
-        return buffer[:end].decode("utf-8").split("\n") if end >= 0 else []
-    except UnicodeDecodeError:
-        return buffer[:end].split(b"\n")
+    return buffer[:end].split(b"\n") if end >= 0 else []
 
 
-def _byte_length(lines: list[str] | list[bytes]) -> int:
-    """The UTF-8 byte length of ``lines``, each with its newline."""
-    total = len(lines)
-    for line in lines:
-        total += len(line.encode("utf-8")) if isinstance(line, str) else len(line)
-    return total
+def _parse_checked(lines: list[bytes]) -> list[SessionEvent | Exception]:
+    """:func:`~dsh.core.persistence.parse_event_lines`, a line whose seal fails as its ChecksumError."""
+    parsed = parse_event_lines(lines)
+    for index in broken_seals(lines):
+        parsed[index] = ChecksumError(CHECKSUM_MISMATCH)
+    return parsed
+
+
+def _byte_length(lines: list[bytes]) -> int:
+    """The byte length of ``lines``, each with its newline."""
+    return sum(map(len, lines)) + len(lines)
 
 
 def scan_log(buffer: bytes, path: str | None = None) -> LogScan:
@@ -91,20 +95,28 @@ def scan_log(buffer: bytes, path: str | None = None) -> LogScan:
     the file's ``path``.
 
     Lines are the ``\\n``-terminated pieces; a trailing piece without ``\\n`` is never an
-    event. Raises :class:`PersistenceError` (``CORRUPT_LOG``) for a log without a
-    complete first line, a bad header, or an unparseable line or seq gap at or before
-    the last parseable ``turn/end`` (committed history is damaged).
+    event. A line sealed with a checksum its content does not match counts as
+    unparsable (see :mod:`~dsh.plugins.persistence_jsonl.checksum`). Raises
+    :class:`PersistenceError` (``CORRUPT_LOG``) for a log without a complete first line,
+    a bad header, or an unparsable line or seq gap at or before the last parsable
+    ``turn/end`` (committed history is damaged).
     """
     lines = _split_lines(buffer)
     if not lines:
         raise PersistenceError("empty or header-less session log", "CORRUPT_LOG")
-    first = lines[0]
-    meta = _header_from_text(first) if isinstance(first, str) else parse_header_line(first)
-    parsed = parse_event_lines(lines[1:])
+    meta = parse_header_line(lines[0])
+    parsed = _parse_checked(lines[1:])
     bad, committed = torn_tail(parsed)  # bad: the first line that is a hole or out of sequence
     if committed:
         item = parsed[bad]
         where = f"line {bad + 2}" if path is None else f"line {bad + 2} of {path}"
+        if isinstance(item, ChecksumError):
+            raise PersistenceError(
+                f"corrupt session log: {item} (committed event at {where}; `dsh sessions repair` cuts the log "
+                "before it, keeping a copy)",
+                "CORRUPT_LOG",
+                item,
+            )
         if isinstance(item, Exception):
             raise PersistenceError(f"corrupt session log: unparsable committed event at {where}", "CORRUPT_LOG", item)
         raise PersistenceError(
@@ -126,7 +138,6 @@ def intact_bytes(buffer: bytes) -> int:
     lines = _split_lines(buffer)
     if not lines:
         raise PersistenceError("empty or header-less session log", "CORRUPT_LOG")
-    first = lines[0]
-    _header_from_text(first) if isinstance(first, str) else parse_header_line(first)
-    bad, _committed = torn_tail(parse_event_lines(lines[1:]))
+    parse_header_line(lines[0])
+    bad, _committed = torn_tail(_parse_checked(lines[1:]))
     return _byte_length(lines[: bad + 1])
