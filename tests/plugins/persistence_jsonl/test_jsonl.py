@@ -9,6 +9,7 @@ import errno
 import math
 import os
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -620,3 +621,59 @@ async def test_unlisted_logs_names_the_files_list_skips(rig: Rig, root: Path) ->
     headers = await persistence.list()
     assert headers == [meta("s1", CWD)]
     assert backend.unlisted_logs(headers) == [str(stray)]
+
+
+def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = os.fsync
+
+    def counted(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    return calls
+
+
+@pytest.mark.parametrize(("interval", "synced"), [(None, False), (0, True), (3_600_000, False)])
+async def test_a_checkpoint_fsyncs_once_sync_interval_ms_has_passed(
+    rig: Rig, root: Path, monkeypatch: pytest.MonkeyPatch, interval: int | None, synced: bool
+) -> None:
+    """(durability: fsync at turn end, and at a configurable interval during a long turn)"""
+    if interval is not None:
+        rig.kit.config = {"root": str(root), "syncIntervalMs": interval}
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_user_turn())
+    backend = rig.backend
+    assert isinstance(backend, SessionPersistenceJsonl)
+    calls = _count_fsyncs(monkeypatch)
+    await backend.write_batch(meta("s1", CWD), short_turn(2, 3), True)
+    assert bool(calls) is synced
+    assert seqs((await (await rig.remount()).load("s1")).events) == list(range(5))
+
+
+async def test_the_sync_interval_counts_from_the_last_fsync_of_that_log(
+    rig: Rig, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig.kit.config = {"root": str(root), "syncIntervalMs": 50}
+    await rig.mount()
+    backend = rig.backend
+    assert isinstance(backend, SessionPersistenceJsonl)
+    await backend.write_batch(meta("s1", CWD), one_user_turn(), False)  # a new log: published and synced
+    calls = _count_fsyncs(monkeypatch)
+    clock = [time.monotonic()]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    await backend.write_batch(meta("s1", CWD), short_turn(2, 3)[:1], True)
+    assert calls == []
+    clock[0] += 0.05
+    await backend.write_batch(meta("s1", CWD), short_turn(2, 3)[1:], True)
+    assert len(calls) == 1
+    await backend.write_batch(meta("s1", CWD), short_turn(3, 5)[:1], True)
+    assert len(calls) == 1
+    await backend.sync_log(meta("s1", CWD))
+    clock[0] += 0.049
+    await backend.write_batch(meta("s1", CWD), short_turn(3, 5)[1:], True)
+    assert len(calls) == 2  # the sync_log only
+    logged = Path(log_path(str(root), CWD, "s1")).read_bytes()
+    assert logged == expected_bytes(meta("s1", CWD), [*one_user_turn(), *short_turn(2, 3), *short_turn(3, 5)])
