@@ -294,6 +294,7 @@ FROZEN: dict[str, list[str]] = {
         "run_blocking",
         "seed_covers_prefix",
         "torn_tail",
+        "unwritable_dir",
     ],
     "dsh.core.session": [
         "CORE_EVENT_TYPES",

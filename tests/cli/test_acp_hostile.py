@@ -164,3 +164,37 @@ async def test_dsh_acp_without_a_key_answers_initialize_and_fails_sessions_with_
     assert await asyncio.wait_for(process.wait(), timeout=60) == 2
     assert await process.stdout.read() == b""
     assert "DEEPSEEK_API_KEY" in (await process.stderr.read()).decode()
+
+
+async def test_dsh_acp_with_an_unwritable_sessions_root_answers_initialize_and_fails_sessions_naming_it(
+    tmp_path: Path,
+) -> None:
+    """(check before spending) a sessions root that is a file: said before any session, to the editor and on stderr"""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    process = await spawn(
+        "--sessions-root", str(blocker / "sessions"), "acp", env=child_env(home=tmp_path), cwd=tmp_path
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": []}},
+    ]
+    for request in requests:
+        process.stdin.write(json.dumps(request).encode() + b"\n")
+    await process.stdin.drain()
+    answers = {}
+    for _ in requests:
+        frame = json.loads(await process.stdout.readline())
+        answers[frame["id"]] = frame
+    assert answers[1]["result"]["protocolVersion"] == 1
+    message = answers[2]["error"]["message"]
+    assert f"the sessions root {blocker / 'sessions'} is not a directory (its parent {blocker} is not a directory)" in (
+        message
+    )
+    assert "--sessions-root" in message
+    process.stdin.close()
+    assert await asyncio.wait_for(process.wait(), timeout=60) == 1
+    assert "--sessions-root" in (await process.stderr.read()).decode()

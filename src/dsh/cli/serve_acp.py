@@ -6,7 +6,8 @@ system prompt. It serves until the client closes stdin, or until SIGINT/SIGTERM,
 then unloads the bridge (prompts settle, agents go idle), disposes the tree (logs
 flush) and exits 0.
 
-When no tree can be resolved (no API key, an unreadable ``--config``), the problem
+When no tree can be resolved (no API key, an unreadable ``--config``) or the built-in
+profile's sessions root cannot be written (a file, no permission), the problem
 is printed on stderr and still served to the editor: ``initialize`` is answered and
 ``session/new`` / ``session/load`` / ``session/prompt`` fail with that message
 (:func:`dsh.acp.serve_unconfigured`), until stdin closes; the exit status is then the
@@ -31,7 +32,7 @@ from dsh.cli.agent import agent_model
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree, resolve_tree
-from dsh.cli.settings import Settings
+from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import first_of, on_signals
 from dsh.kernel import Context, ServiceKey
 
@@ -125,6 +126,8 @@ async def command(args: argparse.Namespace) -> int:
     with logging_to_stderr(settings.verbose):
         try:
             tree = resolve_tree(settings)
+            if tree.file is None and settings.store is None:
+                check_sessions_root(settings.sessions_root)
         except CliError as error:
             return await serve_unconfigured(error, settings)
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh.cli.errors import CliError
+from dsh.core.persistence import unwritable_dir
 
 HOME_ENV = "DSH_HOME"
 STORE_ENV = "DSH_STORE"
@@ -201,13 +202,7 @@ def check_sessions_root(root: Path) -> None:
     ``root`` (or, when it does not exist yet, its nearest existing ancestor, where it
     will be created) must be a writable directory.
     """
-    fix = f"pass --sessions-root DIR or set {HOME_ENV} to a writable directory"
-    existing = root
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        what = "" if existing == root else f" (its parent {existing} is not a directory)"
-        raise CliError(f"the sessions root {root} is not a directory{what}: {fix}")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        what = "" if existing == root else f" (its parent {existing} is not writable)"
-        raise CliError(f"the sessions root {root} is not writable{what}: {fix}")
+    problem = unwritable_dir(str(root))
+    if problem is not None:
+        fix = f"pass --sessions-root DIR or set {HOME_ENV} to a writable directory"
+        raise CliError(f"the sessions root {problem}: {fix}")

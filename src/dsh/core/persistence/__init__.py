@@ -18,7 +18,7 @@
 from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
 from dsh.core.persistence.coordinated import CoordinatedPersistence
 from dsh.core.persistence.coordinator import PersistenceCoordinator, cwd_of
-from dsh.core.persistence.dirs import make_private_dirs
+from dsh.core.persistence.dirs import make_private_dirs, unwritable_dir
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.jsontext import (
     data_text,
@@ -73,4 +73,5 @@ __all__ = [
     "run_blocking",
     "seed_covers_prefix",
     "torn_tail",
+    "unwritable_dir",
 ]

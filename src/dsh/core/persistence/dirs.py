@@ -28,3 +28,23 @@ def make_private_dirs(path: str) -> list[str]:
             created.append(path)
         return created
     return [path]
+
+
+def unwritable_dir(path: str) -> str | None:
+    """Why a directory cannot be created or written at ``path``, or None when it can.
+
+    ``path`` (or, when it does not exist yet, its nearest existing ancestor, where it
+    would be created) must be a directory this process may write and enter. The
+    answer names the path at fault: ``"<path> is not a directory"`` or ``"<path> is
+    not writable"``, with the ancestor in parentheses when it is the one at fault.
+    """
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing) and existing != os.path.dirname(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return f"{path} is not a directory" + (
+            "" if existing == path else f" (its parent {existing} is not a directory)"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{path} is not writable" + ("" if existing == path else f" (its parent {existing} is not writable)")
+    return None
