@@ -1,8 +1,10 @@
-"""SIGKILL of `dsh run` at random moments of a tool-calling turn loses at most the step in flight.
+"""SIGKILL of `dsh run` at random moments of a first, tool-calling turn loses at most the step in flight.
 
 The wire server answers every request with one more bash call, so the turn never ends
-on its own; the test kills `dsh` at random delays. Every log left behind loads through
-`dsh sessions show`, and every step that ended on disk holds each tool call's result.
+on its own; the test kills `dsh` at random delays from its start, 50 times: some
+before its session log exists, most during the turn. Every log left behind loads
+through `dsh sessions show`, every step that ended on disk holds each tool call's
+result, and every session id `dsh` printed names one of those logs.
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dsh.testing.wire import Finish, Reply, ToolCallDelta, WireServer
 from tests.cli.helpers import child_env, dsh, session_files, spawn
 
-KILLS = 12
+KILLS = 50
 
 
 def bash_call() -> Reply:
@@ -54,18 +59,24 @@ async def first_log(root: Path, before: set[Path]) -> None:
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.timeout(600)  # 50 runs of dsh, each killed: about a minute on an idle 2-core machine
 async def test_sigkill_at_random_points_keeps_every_finished_step(tmp_path: Path, workspace: Path) -> None:
     rng = random.Random(21)
     root = tmp_path / "sessions"
     finished = 0
+    announced: set[str] = set()
     async with WireServer([bash_call()], repeat=True) as wire:
         env = child_env(base_url=wire.base_url, home=tmp_path / "home")
-        for _ in range(KILLS):
+        for kill in range(KILLS):
             process = await spawn("--sessions-root", str(root), "run", "keep going", env=env, cwd=workspace, stdin=b"")
-            await asyncio.wait_for(first_log(root, set(session_files(root))), 60)
-            await asyncio.sleep(rng.uniform(0.0, 1.0))
+            if kill % 5 == 0:  # from its start: before, while or after its first write
+                await asyncio.sleep(rng.uniform(0.0, 0.8))
+            else:
+                await asyncio.wait_for(first_log(root, set(session_files(root))), 60)
+                await asyncio.sleep(rng.uniform(0.0, 1.0))
             process.send_signal(signal.SIGKILL)
-            await process.communicate()
+            _, err = await process.communicate()
+            announced.update(re.findall(r"^dsh: session (\S+)$", err.decode(), re.MULTILINE))
     logs = session_files(root)
     assert logs, "no session log survived any kill"
     for path in logs:
@@ -78,3 +89,5 @@ async def test_sigkill_at_random_points_keeps_every_finished_step(tmp_path: Path
         assert repaired[-1]["type"] == "turn/end"  # the load closed the interrupted turn
         assert finished_steps(repaired) >= finished_steps(raw_events)  # the repair closes the step in flight
     assert finished > 0, "no finished step was on disk when dsh was killed"
+    assert announced <= {path.stem for path in logs}, "a printed session id names no stored session"
+    assert len(announced) >= KILLS // 2

@@ -53,6 +53,7 @@ from dsh.cli.agent import (
     start_agent,
     turn_outcome,
 )
+from dsh.cli.announce import announce_session
 from dsh.cli.answer import EventLines, TextAnswer, detach_stdout
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
@@ -146,7 +147,7 @@ async def run_prompt(
             failures.append((str(error), f'agent "{source.id}": error in turn {turn}: {error}'))
 
         root.on(AGENT_ERROR, on_error)
-        _say(f"session {agent.session.id}")
+        announce_session(root, agent, _say, new=resume is None and fork is None)
         since = agent.session.seq
         received: list[int] = []
         force = asyncio.Event()
