@@ -1,4 +1,4 @@
-"""The permissions service: state folded from the log, pinned, changed mid-session, seen by forks."""
+"""The permissions service: state folded from the log, pinned at turn start, changed mid-session."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from dsh.core.agent import AGENT_TURN_START
 from dsh.core.approval import (
     PERMISSION_CHANGED,
     PERMISSIONS,
@@ -15,13 +16,34 @@ from dsh.core.approval import (
     PermissionService,
     PermissionState,
 )
-from dsh.core.session import Session
+from dsh.core.llm import UserSource
+from dsh.core.session import (
+    CompletedReason,
+    MessageTrigger,
+    Session,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartData,
+    TurnStartEvent,
+)
 from dsh.kernel import Context
 
 
 class Owner:
     def __init__(self, session: Session) -> None:
         self.session = session
+
+
+def open_turn(session: Session, turn: int = 1) -> None:
+    session.append(TurnStartEvent, TurnStartData(turn=turn, trigger=MessageTrigger(source=UserSource())))
+
+
+def close_turn(session: Session, turn: int = 1) -> None:
+    session.append(TurnEndEvent, TurnEndData(turn=turn, reason=CompletedReason()))
+
+
+def modes(session: Session) -> list[tuple[str, str, bool]]:
+    return [(e.data.mode, e.data.policy, e.data.plan) for e in session.events if isinstance(e, PermissionModeEvent)]
 
 
 class Plugin:
@@ -39,7 +61,7 @@ async def ctx() -> Any:
     await root.dispose()
 
 
-async def test_default_until_pinned_then_the_log_decides(ctx: Context) -> None:
+async def test_default_until_pinned_at_turn_start(ctx: Context) -> None:
     service = ctx[PERMISSIONS]
     owner = Owner(Session("s"))
     assert service.state(None) == PermissionState(mode="read-only", policy="never-ask")
@@ -47,20 +69,24 @@ async def test_default_until_pinned_then_the_log_decides(ctx: Context) -> None:
     assert not service.is_pinned(owner)
     assert not service.is_pinned(None)
     assert service.pin(None).mode == "read-only"
-    assert service.pin(owner).mode == "read-only"
-    assert service.pin(owner).mode == "read-only"  # pinned once
-    assert [type(e) for e in owner.session.events] == [PermissionModeEvent]
+    assert service.pin(owner).mode == "read-only"  # no turn open: nothing logged
+    assert modes(owner.session) == []
+    open_turn(owner.session)
+    ctx.emit(AGENT_TURN_START, owner, 1)  # type: ignore[arg-type]
+    ctx.emit(AGENT_TURN_START, owner, 1)  # type: ignore[arg-type]  # pinned once
+    assert modes(owner.session) == [("read-only", "never-ask", False)]
     service.default = PermissionState(mode="full-access")
     assert service.state(owner).mode == "read-only"
     assert service.is_pinned(owner)
 
 
-async def test_set_mode_logs_emits_and_keeps_grants(ctx: Context) -> None:
+async def test_set_mode_in_a_turn_logs_and_keeps_grants(ctx: Context) -> None:
     service = ctx[PERMISSIONS]
     session = Session("s")
     owner = Owner(session)
     changes: list[PermissionState] = []
     ctx.on(PERMISSION_CHANGED, lambda agent, state: changes.append(state))
+    open_turn(session)
     session.append(ApprovalDecidedEvent, ApprovalDecidedData(outcome="allowed-always", grant="write"))
     session.append(ApprovalDecidedEvent, ApprovalDecidedData(outcome="allowed-always", grant="write"))
     session.append(ApprovalDecidedEvent, ApprovalDecidedData(outcome="allowed-once"))
@@ -71,10 +97,32 @@ async def test_set_mode_logs_emits_and_keeps_grants(ctx: Context) -> None:
     assert changes == [state]
     state = await service.set_mode(owner, policy="auto")
     assert state == PermissionState(mode="workspace-write", policy="auto", plan=True, grants=("write",))
+    assert modes(session) == [("workspace-write", "never-ask", True), ("workspace-write", "auto", True)]
     fork = Owner(Session("f", seed=list(session.events)))
     assert service.state(fork) == state
     with pytest.raises(ValueError, match="needs an agent with a session"):
         await service.set_mode(None, mode="full-access")
+
+
+async def test_set_mode_between_turns_is_pending_until_the_next_turn(ctx: Context) -> None:
+    service = ctx[PERMISSIONS]
+    session = Session("s")
+    owner = Owner(session)
+    changes: list[PermissionState] = []
+    ctx.on(PERMISSION_CHANGED, lambda agent, state: changes.append(state))
+    open_turn(session)
+    ctx.emit(AGENT_TURN_START, owner, 1)  # type: ignore[arg-type]
+    close_turn(session)
+    state = await service.set_mode(owner, mode="full-access", policy="ask")
+    assert state.mode == "full-access"
+    assert service.state(owner) == state
+    assert changes == [state]
+    assert modes(session) == [("read-only", "never-ask", False)]
+    await service.set_mode(owner, plan=True)
+    open_turn(session, 2)
+    ctx.emit(AGENT_TURN_START, owner, 2)  # type: ignore[arg-type]
+    assert modes(session) == [("read-only", "never-ask", False), ("full-access", "ask", True)]
+    assert service.state(owner) == PermissionState(mode="full-access", policy="ask", plan=True)
 
 
 async def test_default_default_is_workspace_write_ask() -> None:

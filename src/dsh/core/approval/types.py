@@ -51,8 +51,10 @@ class ApprovalRequest:
     ``arguments`` the parsed tool arguments, for a card; ``reason`` says in words what
     and why (``write outside the workspace: /etc/x``); ``grant`` is the scope an
     ``allowed-always`` answer grants for the rest of the session (a rule pattern such
-    as ``bash(git push*)`` or ``write``); ``signal`` fires when the asking turn is
-    cancelled, which settles the request ``cancelled``.
+    as ``bash(git push*)`` or ``write``; empty: no "always" is offered); ``signal``
+    fires when the asking turn is cancelled, which settles the request ``cancelled``;
+    ``needs`` is the permission mode under which the call would have run without
+    asking (None: none would, or it does not apply), for hints such as a CLI flag.
     """
 
     agent: object | None
@@ -62,6 +64,7 @@ class ApprovalRequest:
     reason: str
     grant: str
     signal: AbortSignal | None = None
+    needs: PermissionMode | None = None
 
 
 class ApprovalDecision(Struct, frozen=True, rename="camel"):
