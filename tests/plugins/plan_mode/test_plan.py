@@ -241,3 +241,10 @@ def test_the_card_shows_the_plan_under_its_title() -> None:
     assert plan_title("\n\n  plain first line\nmore") == "plain first line"
     assert plan_title("  \n#\n") == "Plan"
     assert refusal(ApprovalDecision(outcome="unavailable", message="")).startswith("Nobody could approve")
+
+
+async def test_the_tool_is_read_only_so_plan_mode_lets_it_run(stack: Stack) -> None:
+    tool = stack.ctx[TOOLS].get(TOOL_NAME)
+    assert tool is not None
+    assert tool.read_only
+    assert not tool.concurrency_safe

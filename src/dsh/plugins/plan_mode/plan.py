@@ -9,7 +9,7 @@ change; this plugin adds what the model and the user see of it:
   the system prompt of each model request of an agent in plan mode (``agent/request``;
   an agent not in plan mode gets nothing);
 * the ``exit_plan_mode {plan}`` tool, always registered (the tool list does not change
-  with the mode): outside plan mode, or with an empty plan, it fails at once; in plan
+  with the mode) and read-only (the permissions plugin lets it run in plan mode): outside plan mode, or with an empty plan, it fails at once; in plan
   mode it asks the user through the ``approvals`` service to approve the plan
   (``approval/asked`` / ``approval/decided``, no "always" answer). Approved, plan mode
   ends (back to the mode and policy of before) and the model is told to carry the
@@ -120,6 +120,7 @@ class PlanMode:
             {"plan": {"type": "string", "description": "The whole plan, in markdown."}},
             self.exit_plan_mode,
             present_call=present_plan,
+            read_only=True,  # it changes nothing itself: it asks, and the permissions service keeps the mode
         )
 
     def in_plan_mode(self, agent: object) -> bool:
