@@ -202,6 +202,8 @@ class BashTools:
             workdir=resolve_workdir(args.get("workdir"), execution),
             timeout_ms=timeout,
             signal=execution.signal,
+            agent=execution.agent,
+            workspace=session_cwd(execution.agent),
         )
         if args.get("run_in_background") is True:
             task = self.bash.start(self.bash.resolve(request))
