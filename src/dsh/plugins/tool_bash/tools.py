@@ -177,6 +177,7 @@ class BashTools:
                     raw_input=args["task_id"],
                 ),
                 concurrency_safe=True,  # it only reads a task's buffered output
+                read_only=True,
             ),
             define_tool(
                 "bash_kill",
@@ -186,6 +187,7 @@ class BashTools:
                 present_call=lambda args: ToolCallPresentation(
                     title=f"Kill background task {args['task_id']}", kind="execute", raw_input=args["task_id"]
                 ),
+                read_only=True,  # it stops the agent's own task and changes no file
             ),
         ]
 
