@@ -70,6 +70,7 @@ COMMANDS: dict[str, str] = {
     "acp": "dsh.cli.serve_acp",
     "sessions": "dsh.cli.sessions",
     "config": "dsh.cli.show_config",
+    "doctor": "dsh.cli.doctor",
 }
 """Each subcommand's module; it defines ``async def command(args) -> int``."""
 
@@ -265,6 +266,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("file", nargs="?", metavar="FILE", help="a YAML plugin tree to check (default: --config)")
     config.add_argument("--check", action="store_true", help="only validate; print a one-line verdict")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="probe and print what this machine enforces (the bash sandbox per permission mode)",
+        description="Probe the bash sandbox backends for real and print what each permission mode enforces.",
+    )
+    doctor.add_argument(
+        "--backend", choices=("auto", "bwrap", "landlock"), default="auto", help="the backend to report on"
+    )
     return parser
 
 
