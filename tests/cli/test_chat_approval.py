@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
-from collections.abc import AsyncIterator
+import json
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from dsh.cli.approve import (
     AGAIN,
@@ -20,8 +26,15 @@ from dsh.cli.approve import (
     parse_answer,
     unattended_line,
 )
+from dsh.cli.chat import chat as run_chat
+from dsh.cli.profile import Tree, profile_entries, resolve_tree
+from dsh.cli.settings import Settings
 from dsh.core.approval import APPROVAL_REQUEST, APPROVALS, ApprovalDecision, ApprovalRequest, ApprovalService
 from dsh.kernel import AbortController, Context
+from dsh.testing.wire import Finish as WireFinish
+from dsh.testing.wire import Reply, WireServer, text_reply, tool_call
+from tests.cli.helpers import log_of, namespace, session_files, turn_ends, write_tree
+from tests.cli.test_chat import Screen
 
 AGENT = object()
 
@@ -232,3 +245,95 @@ async def test_the_unattended_line_goes_to_stderr_by_default(ctx: Context, capsy
     request = ApprovalRequest(agent=AGENT, tool_name="write", call_id="c1", arguments={}, reason="r", grant="")
     assert (await ctx[APPROVALS].request(request)).outcome == "unavailable"
     assert "dsh: write needs approval (r)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- dsh chat in-process, stdin a pseudo-terminal
+@pytest.fixture
+def terminal() -> Iterator[tuple[int, int]]:
+    """A pseudo-terminal: (master for the test's keystrokes, slave as dsh's stdin)."""
+    master, slave = os.openpty()
+    yield master, slave
+    for fd in (master, slave):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def read_only_tree(tmp_path: Path, sessions_root: Path, workspace: Path) -> tuple[Tree, Settings]:
+    """The built-in profile with the permissions plugin in read-only mode: every write is asked."""
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace)), {})
+    entries = [entry for entry in profile_entries(settings) if entry["name"] != "permissions"]
+    entries.append({"id": "permissions", "name": "permissions", "config": {"mode": "read-only"}})
+    path = write_tree(tmp_path / "tree.yml", entries)
+    settings = Settings.from_args(namespace(config=str(path), sessions_root=str(sessions_root), cwd=str(workspace)), {})
+    return resolve_tree(settings), settings
+
+
+def write_call(path: Path) -> Reply:
+    arguments = json.dumps({"file_path": str(path), "content": "written\n"})
+    return Reply([*tool_call(0, "call_w", "write", arguments), WireFinish("tool_calls")])
+
+
+def decided(sessions_root: Path) -> list[str]:
+    (path,) = session_files(sessions_root)
+    events = log_of(sessions_root, path.stem)[1]
+    return [event["data"]["outcome"] for event in events if event["type"] == "approval/decided"]
+
+
+@pytest.mark.parametrize("plain", [True, False])
+async def test_chat_asks_on_the_terminal_and_yes_runs_the_write(
+    server: WireServer,
+    terminal: tuple[int, int],
+    tmp_path: Path,
+    sessions_root: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plain: bool,
+) -> None:
+    master, slave = terminal
+    target = workspace / "out.txt"
+    server.add(write_call(target))
+    server.add(text_reply("done"))
+    tree, settings = read_only_tree(tmp_path, sessions_root, workspace)
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    console = Console(file=screen, force_terminal=True, width=160)
+    chatting = asyncio.ensure_future(run_chat(tree, settings, stdin=slave, plain=plain, console=console))
+    os.write(master, b"write the file\n")
+    await screen.wait_for(QUESTION)
+    assert "write needs your approval" in screen.getvalue()
+    assert not target.exists()
+    os.write(master, b"y\n")
+    await screen.wait_for("done")
+    os.write(master, b"\x04")  # Ctrl-D: end of input
+    assert await chatting == 0
+    assert target.read_text() == "written\n"
+    assert decided(sessions_root) == ["allowed-once"]
+
+
+async def test_ctrl_c_at_the_question_cancels_the_turn_and_the_write(
+    server: WireServer,
+    terminal: tuple[int, int],
+    tmp_path: Path,
+    sessions_root: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    master, slave = terminal
+    target = workspace / "out.txt"
+    server.add(write_call(target))
+    tree, settings = read_only_tree(tmp_path, sessions_root, workspace)
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    chatting = asyncio.ensure_future(run_chat(tree, settings, stdin=slave))
+    os.write(master, b"write the file\n")
+    await screen.wait_for(QUESTION)
+    os.kill(os.getpid(), signal.SIGINT)
+    await screen.wait_for("> ")
+    os.write(master, b"\x04")
+    assert await chatting == 0
+    assert not target.exists()
+    assert decided(sessions_root) == ["cancelled"]
+    (path,) = session_files(sessions_root)
+    assert turn_ends(log_of(sessions_root, path.stem)[1]) == [
+        {"turn": 1, "reason": {"kind": "aborted", "reason": "interrupted"}}
+    ]
