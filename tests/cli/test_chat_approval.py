@@ -337,3 +337,29 @@ async def test_ctrl_c_at_the_question_cancels_the_turn_and_the_write(
     assert turn_ends(log_of(sessions_root, path.stem)[1]) == [
         {"turn": 1, "reason": {"kind": "aborted", "reason": "interrupted"}}
     ]
+
+
+async def test_chat_on_a_pipe_asks_nothing_and_says_which_flag_allows_the_call(
+    server: WireServer,
+    tmp_path: Path,
+    sessions_root: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = workspace / "out.txt"
+    server.add(write_call(target))
+    server.add(text_reply("could not"))
+    tree, settings = read_only_tree(tmp_path, sessions_root, workspace)
+    read, write = os.pipe()
+    os.write(write, b"write the file\n")
+    os.close(write)
+    try:
+        assert await run_chat(tree, settings, stdin=read) == 0
+    finally:
+        os.close(read)
+    assert not target.exists()
+    assert decided(sessions_root) == ["unavailable"]
+    captured = capsys.readouterr()
+    assert QUESTION not in captured.out
+    assert "dsh: write needs approval (" in captured.err
+    assert "run with --yes" in captured.err
