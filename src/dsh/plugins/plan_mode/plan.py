@@ -9,13 +9,14 @@ change; this plugin adds what the model and the user see of it:
   the system prompt of each model request of an agent in plan mode (``agent/request``;
   an agent not in plan mode gets nothing);
 * the ``exit_plan_mode {plan}`` tool, always registered (the tool list does not change
-  with the mode) and read-only (the permissions plugin lets it run in plan mode): outside plan mode, or with an empty plan, it fails at once; in plan
-  mode it asks the user through the ``approvals`` service to approve the plan
-  (``approval/asked`` / ``approval/decided``, no "always" answer). Approved, plan mode
-  ends (back to the mode and policy of before) and the model is told to carry the
-  plan out; any other answer keeps plan mode on and the model reads why (the user's
-  message, if any), so it keeps planning. Without an approvals service nobody can
-  approve: plan mode stays on (fail closed);
+  with the mode) and read-only (the permissions plugin lets it run in plan mode):
+  outside plan mode, or with an empty plan, it fails at once; in plan mode it asks
+  the user through the ``approvals`` service to approve the plan (``approval/asked``
+  / ``approval/decided``, no "always" answer). Approved, plan mode ends (back to the
+  mode and policy of before) and the model is told to carry the plan out; any other
+  answer keeps plan mode on and the model reads why (the user's message, if any), so
+  it keeps planning. Without an approvals service nobody can approve: plan mode stays
+  on (fail closed);
 * :meth:`PlanMode.plan_command`, the handler of the ``/plan [message]`` chat command:
   plan mode on, and the message (if any) sent to the agent.
 """
