@@ -253,3 +253,33 @@ async def test_rulesets_are_built_once_per_policy_and_closed_at_disposal(load: L
     await fiber.dispose()
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_confined_command_that_times_out_is_killed_with_its_children(
+    backend: str, load: LoadExecutor, outside: Path
+) -> None:
+    require(backend)
+    bash, _ = await load({"cwd": str(outside), "sandbox": {"mode": "workspace-write", "backend": backend}})
+    spec = bash.resolve(BashExecRequest(command="sleep 60 & echo $! > child.pid; wait", timeout_ms=1500))
+    result = await bash.run(spec)
+    assert result.timed_out
+    assert bash.owned_groups == 0
+    assert int((outside / "child.pid").read_text()) > 0  # it ran (a pid of the sandbox's own namespace)
+    assert sleepers_in(outside) == []
+
+
+def sleepers_in(directory: Path) -> list[int]:
+    """The live processes running ``sleep`` with ``directory`` as their working directory."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:  # gone meanwhile
+            continue
+        if cmdline.startswith(b"sleep\0") and cwd == str(directory):
+            found.append(int(entry))
+    return found

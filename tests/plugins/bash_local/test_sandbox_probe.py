@@ -22,7 +22,7 @@ from dsh.kernel import Context
 from dsh.plugins.bash_local import landlock, run_bash
 from dsh.plugins.bash_local import sandbox as sandbox_module
 from dsh.plugins.bash_local.landlock import LandlockError, create_ruleset, landlock_abi, trampoline_prefix, write_rights
-from dsh.plugins.bash_local.sandbox import Launch, detect, forget_probes, platform_line, probe_bwrap
+from dsh.plugins.bash_local.sandbox import Launch, SandboxConfig, detect, forget_probes, platform_line, probe_bwrap
 from tests.core.bash.helpers import StubExecutor
 
 
@@ -229,9 +229,9 @@ async def test_a_missing_launcher_is_a_spawn_error_naming_the_sandbox(tmp_path: 
     assert "the sandbox program cannot be run" in str(raised.value)
 
 
-async def test_a_launch_without_fds_is_bwrap_style() -> None:
+def test_a_launcher_takes_the_program_with_or_without_its_argv0() -> None:
     assert Launch(("bwrap", "--")).argv("/bin/bash", ["bash", "-c", "x"]) == ["bwrap", "--", "/bin/bash", "-c", "x"]
-    with_fd = Launch(("python", "-c", "src", "5"), (5,))
+    with_fd = Launch(("python", "-c", "src", "5"), (5,), with_argv0=True)
     assert with_fd.argv("/bin/bash", ["bash", "-c", "x"]) == [
         "python",
         "-c",
@@ -242,3 +242,8 @@ async def test_a_launch_without_fds_is_bwrap_style() -> None:
         "-c",
         "x",
     ]
+
+
+def test_writable_directories_must_be_absolute() -> None:
+    with pytest.raises(ValueError, match="'rel/dir' is relative; write it as an absolute path"):
+        SandboxConfig(writable=("rel/dir",))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from msgspec import structs
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from dsh.core.approval import PermissionMode
 from dsh.core.bash import ConfinedMode, SandboxPolicy, SandboxSupport
@@ -56,20 +56,31 @@ class SandboxConfig(BaseModel):
     backend: BackendChoice = "auto"
     writable: tuple[str, ...] = ()
 
+    @field_validator("writable")
+    @classmethod
+    def _absolute(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for path in value:
+            if not os.path.isabs(path):
+                raise ValueError(f"sandbox.writable: {path!r} is relative; write it as an absolute path")
+        return value
+
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start a confined command: ``prefix`` goes before ``FILE ARGV...`` (``FILE`` the
-    program to exec, ``ARGV`` its argv from argv[0] on); ``pass_fds`` must be inherited."""
+    """How to start a confined command: the launcher ``prefix``, then the program.
+
+    A launcher that takes ``FILE ARGV...`` (the file to exec, then the program's whole
+    argv: the Landlock trampoline) has ``with_argv0``; one that takes ``FILE ARGS...``
+    (bubblewrap: argv[0] becomes ``FILE``) has not. ``pass_fds`` must be inherited.
+    """
 
     prefix: tuple[str, ...]
     pass_fds: tuple[int, ...] = ()
+    with_argv0: bool = False
 
     def argv(self, file: str, argv: list[str]) -> list[str]:
-        """The whole argv; bubblewrap takes the program's argv whole (its argv[0] is ``FILE``)."""
-        if self.pass_fds:
-            return [*self.prefix, file, *argv]
-        return [*self.prefix, file, *argv[1:]]
+        """The launcher's argv that runs ``file`` with ``argv``."""
+        return [*self.prefix, file, *(argv if self.with_argv0 else argv[1:])]
 
 
 def temp_dirs() -> tuple[str, ...]:
@@ -153,7 +164,7 @@ def probe_landlock() -> SandboxSupport:
 
     def launch(policy: SandboxPolicy) -> Launch:
         holder.append(create_ruleset(policy, abi))
-        return Launch(trampoline_prefix(holder[0]), (holder[0],))
+        return Launch(trampoline_prefix(holder[0]), (holder[0],), with_argv0=True)
 
     try:
         failure = _probe_run(launch)
@@ -265,7 +276,7 @@ class Sandbox:
                     "SANDBOX_UNAVAILABLE",
                 ) from error
             self._rulesets[policy] = ruleset
-            launch = Launch(trampoline_prefix(ruleset), (ruleset,))
+            launch = Launch(trampoline_prefix(ruleset), (ruleset,), with_argv0=True)
         self._launches[policy] = launch
         return launch
 
