@@ -18,7 +18,7 @@ from acp.schema import RequestPermissionRequest, RequestPermissionResponse
 
 from dsh.acp.permission import REQUEST_PERMISSION, decision_from_answer, tool_call_card
 from dsh.core.approval import APPROVALS, ApprovalDecidedEvent, ApprovalRequest, ApprovalService
-from dsh.core.llm import ContentBlock, text
+from dsh.core.llm import ContentBlock, ToolCallBlock, text
 from dsh.core.tools import TOOLS, ToolCallPresentation, ToolDefinition, ToolExecution
 from dsh.testing.scripted import text_response, tool_call_response
 from tests.acp.client import AcpTestClient
@@ -59,7 +59,13 @@ class Probe:
     def card(self, args: Any) -> ToolCallPresentation | None:
         if self.present == "raise":
             raise ValueError("no card today")
-        return ToolCallPresentation(title=f"touch {args['path']}", kind="edit") if self.present else None
+        if not self.present:
+            return None
+        return ToolCallPresentation(
+            title=f"touch {args['path']}",
+            kind="edit",
+            content=(text(f"touches {args['path']}"), ToolCallBlock(id="x", name="y", arguments="{}")),
+        )
 
     def definition(self) -> ToolDefinition:
         return ToolDefinition(
@@ -209,6 +215,7 @@ async def test_only_allow_once_and_reject_without_a_grant_and_the_tool_card_is_u
             "toolCallId": "c1",
             "title": "touch /etc/x",
             "kind": "edit",
+            "content": [{"type": "content", "content": {"type": "text", "text": "touches /etc/x"}}],
             "_meta": {"reason": REASON, "grant": ""},
         }
         assert [option["optionId"] for option in question["params"]["options"]] == ["allow-once", "reject-once"]

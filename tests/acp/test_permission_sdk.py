@@ -223,6 +223,9 @@ async def test_plan_mode_refuses_writes_and_an_approved_plan_leaves_it(
         await run_editor(tmp_path, wire, editor, body)
     ((_, call, options),) = editor.asked  # only the plan was asked; the early write was refused outright
     assert call.tool_call_id == "call_exit"
+    assert call.title == "Add notes.txt"
+    assert call.content is not None
+    assert [item.model_dump(mode="json")["content"]["text"] for item in call.content] == [plan]  # the plan is shown
     assert [option.option_id for option in options] == ["allow-once", "reject-once"]
     assert editor.modes() == ["plan", "ask"]  # set by the client, then left by the approved plan
     assert "plan mode" in tool_messages(wire)[0]

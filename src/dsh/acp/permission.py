@@ -6,9 +6,9 @@ answers only for an agent one of the bridge's sessions owns (the exact agent obj
 and a request tied to a tool call; anything else is delegated with ``next()``.
 
 **The question.** ``session/request_permission`` carries the session id, the tool
-call as the session's card already shows it (the same ``toolCallId``, the title and
-kind the tool presents, its ``rawInput``; the request's reason and grant under
-``_meta``) and the options :data:`ALLOW_ONCE`, :data:`ALLOW_ALWAYS` (only when the
+call as the session's card already shows it (the same ``toolCallId``, the title,
+kind and text content the tool presents, its ``rawInput``; the request's reason and
+grant under ``_meta``) and the options :data:`ALLOW_ONCE`, :data:`ALLOW_ALWAYS` (only when the
 request has a grant to give) and :data:`REJECT_ONCE`.
 
 **The answer.** The selected option maps to ``allowed-once``, ``allowed-always`` or
@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from dsh.acp.codec import harness_block_to_acp_content
 from dsh.acp.stream import ToolLookup, ToolPresenter
 from dsh.core.approval import ApprovalDecision, ApprovalOutcome, ApprovalRequest
 from dsh.kernel import Logger
@@ -71,6 +72,9 @@ def tool_call_card(tools: ToolLookup | None, request: ApprovalRequest, warn: Cal
     assert request.call_id is not None  # only requests tied to a call are answered here
     view = ToolPresenter(tools, warn).call(request.call_id, request.tool_name, json.dumps(request.arguments))
     card: dict[str, Any] = {"toolCallId": request.call_id, "title": view.title, "kind": view.kind}
+    content = [harness_block_to_acp_content(block) for block in view.content or ()]
+    if any(item is not None for item in content):
+        card["content"] = [{"type": "content", "content": item} for item in content if item is not None]
     if view.raw_input is not None:
         card["rawInput"] = view.raw_input
     card["_meta"] = {"reason": request.reason, "grant": request.grant}
