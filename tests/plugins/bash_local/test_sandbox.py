@@ -283,3 +283,29 @@ def sleepers_in(directory: Path) -> list[int]:
         if cmdline.startswith(b"sleep\0") and cwd == str(directory):
             found.append(int(entry))
     return found
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_confined_command_cannot_remount_its_way_out(backend: str, load: LoadExecutor, outside: Path) -> None:
+    """Run as root (as in CI containers), the command has capabilities: none of them may undo the sandbox."""
+    require(backend)
+    workspace = outside / "ws"
+    workspace.mkdir()
+    bash, _ = await load({"cwd": str(workspace), "sandbox": {"mode": "workspace-write", "backend": backend}})
+    script = (
+        "mount -o remount,rw,bind / 2>/dev/null; mount -o remount,rw / 2>/dev/null; "
+        f"mount -t tmpfs none {outside} 2>/dev/null; echo x > {outside}/escape.txt"
+    )
+    code, _, _ = await run(bash, script)
+    assert code != 0
+    assert not (outside / "escape.txt").exists()
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+async def test_landlock_read_only_cannot_signal_outside_its_sandbox(mode: str, load: LoadExecutor) -> None:
+    require("landlock")
+    if detect("landlock").landlock_abi < 6:
+        pytest.skip(f"signal scoping needs Landlock ABI 6, this kernel has {detect('landlock').landlock_abi}")
+    bash, _ = await load({"sandbox": {"mode": mode, "backend": "landlock"}})
+    code, _, _ = await run(bash, f"kill -0 {os.getpid()}")
+    assert code == (1 if mode == "read-only" else 0)

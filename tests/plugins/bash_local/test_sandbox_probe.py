@@ -247,3 +247,16 @@ def test_a_launcher_takes_the_program_with_or_without_its_argv0() -> None:
 def test_writable_directories_must_be_absolute() -> None:
     with pytest.raises(ValueError, match="'rel/dir' is relative; write it as an absolute path"):
         SandboxConfig(writable=("rel/dir",))
+
+
+def test_an_abi_4_read_only_ruleset_cuts_tcp_but_not_signals(tmp_path: Path) -> None:
+    if landlock_or_skip() < 4:
+        pytest.skip("TCP rules need Landlock ABI 4")
+    ruleset = create_ruleset(SandboxPolicy(mode="read-only"), 4)
+    try:
+        done = run_confined(
+            ruleset, f"kill -0 {os.getpid()} && echo signalled; exec 3<>/dev/tcp/127.0.0.1/9 || echo cut"
+        )
+    finally:
+        os.close(ruleset)
+    assert done.stdout == b"signalled\ncut\n"

@@ -5,7 +5,10 @@ directories of the policy are bound back read-write over it, parents first; ``/d
 is bubblewrap's own minimal device tree (``/dev/null`` and friends stay writable),
 and ``/proc`` a fresh procfs in a new PID namespace: the host's ``/proc/<pid>/root``
 links would otherwise lead back to the writable host file system. Under
-``read-only`` a new, empty network namespace cuts the network (loopback included).
+``read-only`` a new, empty network namespace cuts the network (loopback and abstract
+Unix sockets included). Every capability is dropped (``--cap-drop ALL``): run as root,
+bubblewrap would otherwise leave the command able to remount the file system
+read-write.
 
 Consequences for commands: a process a command leaves running (``server &``) ends
 with the command, because the namespace ends with its first process; a command
@@ -28,7 +31,7 @@ def find_bwrap() -> str | None:
 
 def bwrap_prefix(bwrap: str, policy: SandboxPolicy) -> tuple[str, ...]:
     """The argv that runs what follows it (``FILE ARGV...``) confined to ``policy``."""
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--cap-drop", "ALL"]
     if policy.mode == "read-only":
         argv.append("--unshare-net")
     for directory in sorted(policy.writable):

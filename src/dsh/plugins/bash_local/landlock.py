@@ -6,7 +6,10 @@ rights are handled here (reads stay open everywhere), so a ruleset confines what
 command may create, change or remove. ``/dev/null`` is always writable (that is how
 shells discard output); under ``workspace-write`` so is everything beneath the
 writable directories. Under ``read-only``, from ABI 4 on, TCP bind and connect are
-handled with no rule: both are refused.
+handled with no rule: both are refused; from ABI 6 on, the command may neither
+connect to abstract Unix sockets nor signal processes outside its sandbox. Landlock
+also keeps a confined process from changing mounts and from tracing processes
+outside its sandbox, whatever its capabilities.
 
 The parent builds the ruleset once per policy (:func:`create_ruleset`, an fd it
 owns) and each command starts through :data:`TRAMPOLINE`: a few lines of Python
@@ -53,6 +56,8 @@ REFER = 1 << 13  # ABI 2: link or rename across directories
 TRUNCATE = 1 << 14  # ABI 3
 NET_BIND_TCP = 1 << 0  # ABI 4
 NET_CONNECT_TCP = 1 << 1  # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1  # ABI 6
 
 _WRITES_V1 = (
     WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG | MAKE_SOCK | MAKE_FIFO | MAKE_BLOCK
@@ -79,7 +84,11 @@ except OSError as error:
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = (("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64))
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),  # ABI 4
+        ("scoped", ctypes.c_uint64),  # ABI 6
+    )
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -134,9 +143,12 @@ def create_ruleset(policy: SandboxPolicy, abi: int) -> int:
     be opened); nothing leaks on failure.
     """
     handled = write_rights(abi)
-    network = NET_BIND_TCP | NET_CONNECT_TCP if policy.mode == "read-only" and abi >= 4 else 0
-    attr = _RulesetAttr(handled, network)
-    size = ctypes.sizeof(attr) if network else ctypes.sizeof(ctypes.c_uint64)
+    strict = policy.mode == "read-only"
+    network = NET_BIND_TCP | NET_CONNECT_TCP if strict and abi >= 4 else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if strict and abi >= 6 else 0
+    attr = _RulesetAttr(handled, network, scoped)
+    fields = 3 if scoped else 2 if network else 1  # the size says which fields the kernel reads
+    size = fields * ctypes.sizeof(ctypes.c_uint64)
     ruleset = _syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
         _grant(ruleset, "/dev/null", handled & (WRITE_FILE | TRUNCATE))
