@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import io
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from dsh.cli import amain
 from dsh.cli.approve import (
     AGAIN,
     AGAIN_ONCE,
@@ -363,3 +365,44 @@ async def test_chat_on_a_pipe_asks_nothing_and_says_which_flag_allows_the_call(
     assert QUESTION not in captured.out
     assert "dsh: write needs approval (" in captured.err
     assert "run with --yes" in captured.err
+
+
+async def test_chat_with_yes_allows_without_asking(
+    server: WireServer,
+    sessions_root: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = workspace / "out.txt"
+    server.add(write_call(target))
+    server.add(text_reply("written"))
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace)))
+    flags = argparse.Namespace(permission_mode="read-only", approval_policy=None, yes=True)
+    read, write = os.pipe()
+    os.write(write, b"write the file\n")
+    os.close(write)
+    try:
+        assert await run_chat(resolve_tree(settings), settings, stdin=read, flags=flags) == 0
+    finally:
+        os.close(read)
+    assert target.read_text() == "written\n"
+    assert decided(sessions_root) == ["allowed-once"]
+    assert "needs approval" not in capsys.readouterr().err
+
+
+async def test_a_permission_flag_needs_the_permissions_plugin(
+    tmp_path: Path,
+    sessions_root: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+    entries = [entry for entry in profile_entries(settings) if entry["name"] not in ("permissions", "plan-mode")]
+    tree = write_tree(tmp_path / "tree.yml", entries)
+    read, write = os.pipe()
+    os.close(write)
+    with os.fdopen(read, "r") as stdin:
+        monkeypatch.setattr("sys.stdin", stdin)
+        assert await amain(["chat", "--config", str(tree), "--permission-mode", "read-only"]) == 2
+    assert "need the permissions plugin" in capsys.readouterr().err

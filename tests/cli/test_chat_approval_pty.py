@@ -2,9 +2,9 @@
 
 ``dsh chat`` runs as a subprocess whose controlling terminal is a pseudo-terminal
 the test types into (Enter, Ctrl-C and Ctrl-D go through the terminal's line
-discipline, as a user's keys do). The tree is the built-in profile with the
-permissions plugin in read-only mode, so every ``write`` the model (the local wire
-server) asks for is put to the user: ``n`` with a message rejects it and the model
+discipline, as a user's keys do). It runs the built-in profile with
+``--permission-mode read-only``, so every ``write`` the model (the local wire server)
+asks for is put to the user: ``n`` with a message rejects it and the model
 reads the message; Ctrl-C at the question cancels the turn and the write.
 """
 
@@ -23,11 +23,9 @@ from pathlib import Path
 import pytest
 
 from dsh.cli.approve import QUESTION
-from dsh.cli.profile import profile_entries
-from dsh.cli.settings import Settings
 from dsh.testing.wire import Finish as WireFinish
 from dsh.testing.wire import Reply, WireServer, text_reply, tool_call
-from tests.cli.helpers import DSH, child_env, log_of, namespace, session_files, turn_ends, write_tree
+from tests.cli.helpers import DSH, child_env, log_of, session_files, turn_ends
 
 pytestmark = pytest.mark.e2e
 
@@ -90,10 +88,6 @@ async def test_chat_asks_in_a_pseudo_terminal_no_with_a_message_then_ctrl_c(tmp_
     workspace = tmp_path / "work"
     workspace.mkdir()
     sessions = tmp_path / "sessions"
-    settings = Settings.from_args(namespace(sessions_root=str(sessions), cwd=str(workspace)), {})
-    entries = [entry for entry in profile_entries(settings) if entry["name"] != "permissions"]
-    entries.append({"id": "permissions", "name": "permissions", "config": {"mode": "read-only"}})
-    tree = write_tree(tmp_path / "tree.yml", entries)
     script = [
         write_call("call_1", workspace / "first.txt"),
         text_reply("fine, I will not"),
@@ -105,11 +99,13 @@ async def test_chat_asks_in_a_pseudo_terminal_no_with_a_message_then_ctrl_c(tmp_
         env = {**child_env(base_url=wire.base_url, home=tmp_path / "home"), "TERM": "xterm", "COLUMNS": "200"}
         process = await asyncio.create_subprocess_exec(
             str(DSH),
-            "--config",
-            str(tree),
+            "--sessions-root",
+            str(sessions),
             "--cwd",
             str(workspace),
             "chat",
+            "--permission-mode",
+            "read-only",
             stdin=slave,
             stdout=slave,
             stderr=slave,

@@ -33,6 +33,7 @@ from dsh.cli.agent import EXIT_INTERRUPTED, MAIN_AGENT, agent_model, start_agent
 from dsh.cli.approve import InlineApprover
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
+from dsh.cli.permission_flags import apply_permission_flags
 from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
 from dsh.cli.settings import Settings, check_sessions_root
@@ -77,10 +78,13 @@ async def chat(
     stdin: int | None = None,
     console: Console | None = None,
     max_steps: int | None = None,
+    flags: argparse.Namespace | None = None,
 ) -> int:
     """Run the chat on ``tree``; ``plain`` selects ui-stdio's text over the terminal view.
 
-    ``max_steps`` (``--max-steps``) caps the steps of each turn (None: the tree's setting).
+    ``max_steps`` (``--max-steps``) caps the steps of each turn (None: the tree's setting);
+    ``flags`` holds ``--permission-mode``, ``--approval-policy`` and ``--yes``
+    (:func:`~dsh.cli.permission_flags.apply_permission_flags`).
     ``stdin`` is the descriptor lines are read from (default: this process's);
     ``console`` the rich console of the terminal view (default: one on stdout).
     Returns the exit status: 0 after end of input, 130 after a Ctrl-C while idle.
@@ -90,6 +94,7 @@ async def chat(
     in_fd = sys.stdin.fileno() if stdin is None else stdin
     async with booted(tree) as root:
         agent = await start_agent(root, tree, settings, resume, max_steps=max_steps)
+        await apply_permission_flags(root, agent, flags or argparse.Namespace())
         banner = welcome_text(agent.session.id, agent_model(root, tree), resumed=resume is not None)
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -178,7 +183,7 @@ async def command(args: argparse.Namespace) -> int:
         plain = bool(args.plain) or not sys.stdout.isatty()
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await chat(
-                tree, settings, resume=args.resume, plain=plain, max_steps=getattr(args, "max_steps", None)
+                tree, settings, resume=args.resume, plain=plain, max_steps=getattr(args, "max_steps", None), flags=args
             )
     except CliError as error:
         return report(error)
