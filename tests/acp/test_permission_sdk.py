@@ -1,7 +1,7 @@
 """(issue acceptance) Approvals and modes over a real ACP client: the official SDK client drives ``dsh acp``.
 
-``dsh acp`` runs as a subprocess on the built-in profile with the permissions and
-plan-mode plugins (a ``--config`` tree), the DeepSeek adapter pointed at the local wire server,
+``dsh acp`` runs as a subprocess on its built-in profile (which loads the permissions
+and plan-mode plugins), the DeepSeek adapter pointed at the local wire server,
 which plays a model writing files with the real ``write`` tool. The client answers
 ``session/request_permission`` as a user would: allow once, allow always (the
 second call is not asked), reject (the model reads the rejection), and a question
@@ -32,11 +32,8 @@ from acp.schema import (
 )
 
 import acp
-from dsh.cli.profile import profile_entries
-from dsh.cli.settings import Settings
 from dsh.testing.wire import Finish as WireFinish
 from dsh.testing.wire import Reply, WireServer, text_reply, tool_call
-from tests.cli.helpers import namespace, write_tree
 
 pytestmark = pytest.mark.e2e
 
@@ -99,9 +96,7 @@ def tool_messages(wire: WireServer) -> list[str]:
     return seen
 
 
-async def run_editor(
-    tmp_path: Path, wire: WireServer, editor: Editor, body: Any, *, extra: tuple[str, ...] = ()
-) -> None:
+async def run_editor(tmp_path: Path, wire: WireServer, editor: Editor, body: Any) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     env = {
@@ -111,11 +106,7 @@ async def run_editor(
         "DSH_HOME": str(tmp_path / "home"),
     }
     env = {key: value for key, value in env.items() if not key.startswith("DSH_SNAPSHOT")}
-    settings = Settings.from_args(namespace(sessions_root=str(tmp_path / "sessions"), cwd=str(workspace)), {})
-    entries = [entry for entry in profile_entries(settings) if entry["name"] not in ("permissions", "plan-mode")]
-    entries += [{"id": "permissions", "name": "permissions"}, {"id": "plan-mode", "name": "plan-mode"}]
-    tree = write_tree(tmp_path / "tree.yml", entries)
-    command = ["-m", "dsh.cli", "--config", str(tree), "--model", MODEL, *extra, "acp"]
+    command = ["-m", "dsh.cli", "--sessions-root", str(tmp_path / "sessions"), "--model", MODEL, "acp"]
     async with acp.spawn_agent_process(cast(acp.Client, editor), sys.executable, *command, env=env, cwd=workspace) as (
         conn,
         process,
