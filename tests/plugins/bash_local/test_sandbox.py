@@ -33,17 +33,20 @@ def require(backend: str) -> None:
         pytest.skip(f"{backend} cannot run on this machine: {support.detail}")
 
 
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    """A fresh directory outside every temp directory (so ``workspace-write`` does not cover it)."""
+def outside_base() -> str:
+    """A writable directory outside every temp directory (so ``workspace-write`` does not cover it)."""
     temps = temp_dirs()
     for base in ("/var/tmp", str(Path.home()), str(Path(__file__).resolve().parents[3])):
         real = os.path.realpath(base)
         if os.access(real, os.W_OK) and not any(real == t or real.startswith(t + os.sep) for t in temps):
-            break
-    else:  # pragma: no cover - every Linux host has one of them
-        pytest.skip("no writable directory outside the temp directories")
-    path = Path(tempfile.mkdtemp(prefix="dsh-sandbox-test-", dir=real))
+            return real
+    pytest.skip("no writable directory outside the temp directories")
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A fresh directory under :func:`outside_base`, removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="dsh-sandbox-test-", dir=outside_base()))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
