@@ -166,6 +166,11 @@ async def test_extra_writable_directories(backend: str, load: LoadExecutor, outs
     assert not any("missing" in path for path in spec.sandbox.writable)
     assert (await bash.run(spec)).exit_code == 0
     assert (extra / "e.txt").read_text() == "e\n"
+    (outside / "missing").mkdir()  # created later: the next command may write there
+    later = bash.resolve(BashExecRequest(command="true")).sandbox
+    assert later is not None
+    assert str(outside / "missing") in later.writable
+    assert bash.resolve(BashExecRequest(command="true")).sandbox is later  # now kept
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

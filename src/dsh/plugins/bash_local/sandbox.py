@@ -83,9 +83,13 @@ class Launch:
         return [*self.prefix, file, *(argv if self.with_argv0 else argv[1:])]
 
 
+def _temp_candidates() -> tuple[str, ...]:
+    return (tempfile.gettempdir(), "/tmp")
+
+
 def temp_dirs() -> tuple[str, ...]:
     """The temp directories commands may write under ``workspace-write``: Python's and ``/tmp``."""
-    return _existing((tempfile.gettempdir(), "/tmp"))
+    return _existing(_temp_candidates())
 
 
 def _existing(paths: tuple[str, ...]) -> tuple[str, ...]:
@@ -219,6 +223,10 @@ def platform_line() -> str:
 
 
 # ------------------------------------------------------------------ per executor
+READ_ONLY = SandboxPolicy(mode="read-only")
+"""The one ``read-only`` policy (nothing writable)."""
+
+
 class Sandbox:
     """One executor's sandbox: see the module docstring. Not thread-safe (event-loop use)."""
 
@@ -227,6 +235,7 @@ class Sandbox:
         self._support: SandboxSupport | None = None
         self._rulesets: dict[SandboxPolicy, int] = {}
         self._launches: dict[SandboxPolicy, Launch] = {}
+        self._writable: dict[str, SandboxPolicy] = {}
 
     def support(self) -> SandboxSupport:
         """The probed support of the configured backend (the first call probes, once per process)."""
@@ -236,6 +245,10 @@ class Sandbox:
 
     def policy(self, mode: ConfinedMode, workspace: str, *, required: bool) -> SandboxPolicy | None:
         """The policy of a command under ``mode`` whose session works in ``workspace``.
+
+        The writable directories of a workspace are resolved (real paths, existing
+        ones only) on first use and kept once all of them exist; until then each call
+        looks again, so a directory created later is picked up.
 
         None when no backend works and the caller does not require one (the
         permissions policy then asks before bash runs). Raises
@@ -251,9 +264,14 @@ class Sandbox:
                 "SANDBOX_UNAVAILABLE",
             )
         if mode == "read-only":
-            return SandboxPolicy(mode="read-only")
-        writable = _existing((workspace, *self.config.writable, *temp_dirs()))
-        return SandboxPolicy(mode="workspace-write", writable=writable)
+            return READ_ONLY
+        policy = self._writable.get(workspace)
+        if policy is None:
+            wanted = (workspace, *self.config.writable, *_temp_candidates())
+            policy = SandboxPolicy(mode="workspace-write", writable=_existing(wanted))
+            if len(policy.writable) == len(set(map(os.path.realpath, wanted))):  # all there: keep it
+                self._writable[workspace] = policy
+        return policy
 
     def launch(self, policy: SandboxPolicy) -> Launch:
         """How to start a command under ``policy`` (cached per policy).
