@@ -1,4 +1,4 @@
-"""``ToolDefinition.read_only``: declared by every authoring path, False unless said."""
+"""``ToolDefinition.read_only`` and ``fs_writes``: declared by every authoring path, False unless said."""
 
 from __future__ import annotations
 
@@ -28,3 +28,11 @@ def test_every_authoring_path_declares_read_only() -> None:
     spec = {"path": {"type": "string"}}
     assert define_tool("t", "d", spec, body).read_only is False  # type: ignore[arg-type]
     assert define_tool("t", "d", spec, body, read_only=True).read_only is True  # type: ignore[arg-type]
+
+
+def test_every_authoring_path_declares_fs_writes() -> None:
+    assert tool_from_function(look).fs_writes is False
+    assert tool_from_function(look, fs_writes=True).fs_writes is True
+    assert define_model_tool("m", "d", Args, body, fs_writes=True).fs_writes is True
+    spec = {"path": {"type": "string"}}
+    assert define_tool("t", "d", spec, body, fs_writes=True).fs_writes is True  # type: ignore[arg-type]

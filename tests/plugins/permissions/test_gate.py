@@ -287,3 +287,27 @@ async def test_the_background_task_tools_are_read_only(make: Make) -> None:
         result = await s.call(name, {"task_id": "nope"})
         assert "PERMISSION_DENIED" not in repr(result.error)
     assert s.asked == []
+
+
+async def test_only_declared_file_writers_get_workspace_write(make: Make) -> None:
+    from dsh.core.tools import ToolDefinition
+
+    s = await make()
+    assert s.root[TOOLS].get("write").fs_writes  # type: ignore[union-attr]
+    assert s.root[TOOLS].get("edit").fs_writes  # type: ignore[union-attr]
+    runs: list[Any] = []
+
+    async def body(args: Any, execution: Any) -> Any:
+        runs.append(args)
+        return ()
+
+    for name, fs_writes in (("mcp__files__delete", False), ("scribble", True)):
+        s.root[TOOLS].register(
+            ToolDefinition(name=name, description="d", parameters={"type": "object"}, execute=body, fs_writes=fs_writes)
+        )
+    refused = await s.call("mcp__files__delete", {"path": "notes.txt"})
+    assert "a tool that may change anything needs full-access mode" in text_of(refused)
+    assert not (await s.call("scribble", {})).is_error
+    assert runs == [{}]
+    await s.set_mode(mode="read-only")
+    assert "scribble: changing files needs workspace-write mode" in text_of(await s.call("scribble", {}))

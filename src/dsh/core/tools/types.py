@@ -93,6 +93,11 @@ class ToolDefinition:
     background tasks). The permissions policy lets such calls run in every mode,
     plan mode included; paths outside the workspace are still checked. The default,
     False, makes every call go through the mode's rules.
+
+    ``fs_writes`` is the tool's promise that it changes nothing but files, and only
+    through the ``fs`` service (whose workspace fence and write gate apply): the
+    permissions policy then lets it run in ``workspace-write`` mode. A tool that
+    makes neither promise may do anything and needs ``full-access`` (or an answer).
     """
 
     name: str
@@ -104,6 +109,7 @@ class ToolDefinition:
     strict: bool | UnsetType = UNSET
     concurrency_safe: bool = False
     read_only: bool = False
+    fs_writes: bool = False
 
     @cached_property
     def schema(self) -> ToolSchema:

@@ -7,9 +7,10 @@
    read-only); anything else is refused with a note to present the plan;
 3. what the call needs: a read-only tool (:attr:`ToolDefinition.read_only`) needs
    ``read-only``; bash needs nothing more than the mode when the bash executor's
-   sandbox confines it to the mode, else ``full-access``; a tool with a ``path``
-   (``file_path`` or ``path``) inside the workspace needs ``workspace-write``; every other tool (MCP tools,
-   unknown ones) ``full-access``; a ``path`` outside the workspace needs
+   sandbox confines it to the mode, else ``full-access``; a tool that writes files only
+   through the ``fs`` service (:attr:`ToolDefinition.fs_writes`: ``write``, ``edit``)
+   needs ``workspace-write``; every other tool (MCP tools, unknown ones) ``full-access``;
+   a path (``file_path`` or ``path``) outside the workspace needs
    ``full-access`` (or a rule or grant whose pattern names it);
 4. a call the mode covers runs, as does one an ``allow`` rule or a grant covers;
 5. otherwise the policy decides: ``ask`` asks through :data:`APPROVALS` (an
@@ -174,9 +175,10 @@ class PermissionGate:
             needs = mode if self._bash_confined(mode) else "full-access"
             reason = f"run a command bash cannot be sandboxed for in {mode} mode: {command}"
             grant = bash_grant(command)
-        elif subject.text is not None and not subject.command:
+        elif definition.fs_writes:
             needs = "workspace-write"
-            reason = f"{name} {subject.text}: changing files needs workspace-write mode (the session is {mode})"
+            what = f"{name} {subject.text}" if subject.text is not None else name
+            reason = f"{what}: changing files needs workspace-write mode (the session is {mode})"
             grant = name
         else:
             needs = "full-access"

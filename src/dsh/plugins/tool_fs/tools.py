@@ -187,6 +187,7 @@ class FsTools:
                 self.write,
                 present_call=present_write,
                 present_result=present_change,
+                fs_writes=True,
             ),
             define_tool(
                 "edit",
@@ -195,6 +196,7 @@ class FsTools:
                 self.edit,
                 present_call=present_edit,
                 present_result=present_change,
+                fs_writes=True,
             ),
             define_tool(
                 "glob",
