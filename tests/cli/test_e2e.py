@@ -101,7 +101,8 @@ async def test_resume_continues_numbering_and_sessions_commands_read_what_run_wr
 
     shown = await dsh("sessions", "show", session_id, env=env, cwd=workspace)
     assert shown.status == 0
-    assert "user: first prompt\nassistant: one\n── turn 1 ended: completed ──" in shown.stdout
+    # the session pins its permission mode at its first turn
+    assert "user: first prompt\n  [permission/mode]\nassistant: one\n── turn 1 ended: completed ──" in shown.stdout
     assert "user: second prompt\nassistant: two\n── turn 2 ended: completed ──" in shown.stdout
 
     as_json = await dsh("sessions", "show", "--json", session_id, env=env, cwd=workspace)

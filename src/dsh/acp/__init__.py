@@ -7,6 +7,8 @@ it as ``dsh.acp``) and its entry points :func:`run_acp` / :func:`serve_stdio`:
 * :mod:`.stream` — session events → ``session/update`` (pure), tool presentation;
 * :mod:`.codec` — prompt text, stop reasons, content mapping (pure);
 * :mod:`.jsonrpc` — the newline-delimited JSON-RPC 2.0 connection (one ordered writer);
+* :mod:`.permission` — the answerer of ``approval/request``: ``session/request_permission``;
+* :mod:`.modes` — ACP session modes over the ``permissions`` service;
 * :mod:`.transport` — in-memory and stdio line transports;
 * :mod:`.unconfigured` — :func:`serve_unconfigured`: answers ``initialize`` and refuses
   session methods with the configuration problem when no agent can run.

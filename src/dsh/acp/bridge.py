@@ -20,6 +20,12 @@ turn failed: <message>``). If a peer ``session/event`` listener starves the brid
 those events, ``agent/status`` idle/disposed reconciles from the log. ``session/cancel``
 settles ``cancelled`` at once, so the cancelled turn's late end is ignored.
 
+**Approvals and modes.** The bridge answers ``approval/request`` for its own agents
+by asking the client (:mod:`dsh.acp.permission`), and with the ``permissions``
+service loaded its sessions have ACP modes (:mod:`dsh.acp.modes`): ``modes`` in the
+``session/new`` / ``session/load`` answers, ``session/set_mode``, and a
+``current_mode_update`` whenever a session's mode changes.
+
 **Teardown** (:meth:`AcpBridge.quiesce`, memoized, shared by client disconnect and
 fiber disposal): no new work is accepted, every pending prompt settles
 ``cancelled``, every step in flight is aborted, and the agents are awaited idle.
@@ -39,6 +45,7 @@ from dsh.acp.config import Config, agent_options
 from dsh.acp.jsonrpc import JsonRpcConnection, RequestError
 from dsh.acp.listing import list_page
 from dsh.acp.mcp_servers import mcp_capabilities, session_servers
+from dsh.acp.modes import SET_MODE, SessionModes
 from dsh.acp.params import (
     AuthenticateParams,
     CancelParams,
@@ -48,6 +55,7 @@ from dsh.acp.params import (
     NewSessionParams,
     PromptParams,
 )
+from dsh.acp.permission import PermissionAnswerer
 from dsh.acp.stream import TerminalContext, ToolPresenter, stream_session_event_update
 from dsh.acp.transport import LineTransport
 from dsh.acp.unconfigured import initialize_result
@@ -60,6 +68,8 @@ from dsh.core.agent import (
     CreateAgentOptions,
     ResumeAgentOptions,
 )
+from dsh.core.approval import APPROVAL_REQUEST, PERMISSION_CHANGED
+from dsh.core.approval import session_of as agent_session
 from dsh.core.llm import UnsetType, text
 from dsh.core.mcp import MCP, HttpServer, McpHost, StdioServer
 from dsh.core.persistence import SESSION_PERSISTENCE
@@ -175,6 +185,7 @@ class AcpBridge:
         self._terminal_output = False
         self._quiesced: asyncio.Task[None] | None = None
         self._owns_transport = owns_transport
+        self._modes = SessionModes(ctx, self._agent_of, self.session_of, self._notify)
         self._connection = JsonRpcConnection(
             transport,
             requests={
@@ -184,6 +195,7 @@ class AcpBridge:
                 "session/load": self.load_session,
                 "session/list": self.list_sessions,
                 "session/prompt": self.prompt,
+                SET_MODE: self._modes.set_mode,
             },
             notifications={"session/cancel": self.cancel},
             logger=self._logger,
@@ -191,6 +203,9 @@ class AcpBridge:
         )
         ctx.on(SESSION_EVENT, self._on_session_event)
         ctx.on(AGENT_STATUS, self._on_agent_status)
+        ctx.on(PERMISSION_CHANGED, self._modes.on_changed)
+        answerer = PermissionAnswerer(self._connection.request, self.session_of, self._tools, self._logger)
+        ctx.on(APPROVAL_REQUEST, answerer.on_request)
         ctx.effect(lambda: self._dispose, "acp bridge teardown")
 
     def start(self) -> None:
@@ -206,6 +221,16 @@ class AcpBridge:
     def session_ids(self) -> list[str]:
         """The ids of the live ACP sessions, in opening order."""
         return list(self._sessions)
+
+    def session_of(self, agent: object | None) -> str | None:
+        """The id of the live session whose agent is exactly ``agent``, else None."""
+        session = agent_session(agent)
+        record = self._sessions.get(session.id) if session is not None else None
+        return record.session_id if record is not None and record.agent is agent else None
+
+    def _agent_of(self, session_id: str) -> Agent | None:
+        record = self._sessions.get(session_id)
+        return record.agent if record is not None else None
 
     async def wait_closed(self) -> None:
         """Return once the client connection has ended (end of input) and its teardown has run."""
@@ -317,7 +342,7 @@ class AcpBridge:
             await owner.dispose()
             raise
         self._register(session_id, agent, owner)
-        return {"sessionId": session_id}
+        return {"sessionId": session_id, **self._modes.modes_for(session_id, agent)}
 
     async def load_session(self, raw: Any) -> dict[str, Any]:
         """Resume a persisted session and replay its whole log as updates before answering ``{}``.
@@ -345,7 +370,7 @@ class AcpBridge:
                 self._loading.discard(session_id)
             record = self._register(session_id, agent, owner)
         self._replay(record)
-        return {}
+        return self._modes.modes_for(session_id, record.agent)
 
     async def list_sessions(self, raw: Any) -> dict[str, Any]:
         """The stored and live sessions, newest first, filtered by ``cwd``, paged (:mod:`dsh.acp.listing`)."""

@@ -13,6 +13,11 @@ records ``aborted``); at the idle prompt the first one drops the half-typed line
 terminal discards it) and says so, and a second one in a row ends the chat (status 130). SIGTERM and
 SIGHUP abort the turn in progress and end the chat once it has ended (status 143 /
 129); a second one ends it at once.
+
+A tool call that needs the user's approval is asked inline (:mod:`dsh.cli.approve`):
+the request is printed with ``allow? [y]es / [n]o / [a]lways`` and the next line
+typed answers it; Ctrl-C at the question cancels the turn. With stdin not a terminal
+nothing is asked (the call is not allowed, and stderr says which flag allows it).
 """
 
 from __future__ import annotations
@@ -25,13 +30,16 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from dsh.cli.agent import EXIT_INTERRUPTED, MAIN_AGENT, agent_model, start_agent
+from dsh.cli.approve import InlineApprover
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
+from dsh.cli.permission_flags import apply_permission_flags
 from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
 from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
 from dsh.core.agent import AGENT_QUEUED, AGENTS
+from dsh.core.approval import APPROVAL_REQUEST
 from dsh.kernel import Context, PluginSpec
 
 if TYPE_CHECKING:  # the rich console is imported only on a terminal
@@ -70,10 +78,13 @@ async def chat(
     stdin: int | None = None,
     console: Console | None = None,
     max_steps: int | None = None,
+    flags: argparse.Namespace | None = None,
 ) -> int:
     """Run the chat on ``tree``; ``plain`` selects ui-stdio's text over the terminal view.
 
-    ``max_steps`` (``--max-steps``) caps the steps of each turn (None: the tree's setting).
+    ``max_steps`` (``--max-steps``) caps the steps of each turn (None: the tree's setting);
+    ``flags`` holds ``--permission-mode``, ``--approval-policy`` and ``--yes``
+    (:func:`~dsh.cli.permission_flags.apply_permission_flags`).
     ``stdin`` is the descriptor lines are read from (default: this process's);
     ``console`` the rich console of the terminal view (default: one on stdout).
     Returns the exit status: 0 after end of input, 130 after a Ctrl-C while idle.
@@ -83,6 +94,7 @@ async def chat(
     in_fd = sys.stdin.fileno() if stdin is None else stdin
     async with booted(tree) as root:
         agent = await start_agent(root, tree, settings, resume, max_steps=max_steps)
+        await apply_permission_flags(root, agent, flags or argparse.Namespace())
         banner = welcome_text(agent.session.id, agent_model(root, tree), resumed=resume is not None)
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -101,8 +113,19 @@ async def chat(
             view = TerminalView(root, agent, console if console is not None else Console())
             view.welcome(banner)
             output = _Discard()
-        runtime = StdioRuntime(input=read_lines(in_fd), output=output, exit=finish)
-        config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not os.isatty(in_fd)}
+        interactive = os.isatty(in_fd)
+
+        def show(message: str) -> None:
+            if view is not None:
+                view.question(message)
+            else:
+                sys.stdout.write(message)
+                sys.stdout.flush()
+
+        approver = InlineApprover(agent, show, interactive=interactive)
+        root.on(APPROVAL_REQUEST, approver.on_request)
+        runtime = StdioRuntime(input=approver.route(read_lines(in_fd)), output=output, exit=finish)
+        config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not interactive}
 
         def start(ctx: Context, _raw: Any) -> Any:
             return create_stdio_chat(ctx, config, runtime)
@@ -160,7 +183,7 @@ async def command(args: argparse.Namespace) -> int:
         plain = bool(args.plain) or not sys.stdout.isatty()
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await chat(
-                tree, settings, resume=args.resume, plain=plain, max_steps=getattr(args, "max_steps", None)
+                tree, settings, resume=args.resume, plain=plain, max_steps=getattr(args, "max_steps", None), flags=args
             )
     except CliError as error:
         return report(error)

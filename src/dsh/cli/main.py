@@ -29,6 +29,8 @@ exit status:
   3    the model stopped at its output limit (max-tokens)
   4    a limit stopped the run: the turn reached --max-steps (max-steps in the log), or
        --max-turns turns ran with more work queued; the message names the flag to raise
+  5    the turn completed, but the permissions refused a tool call (the mode does not cover it
+       and nobody can approve it in a headless run); the message names the flag that allows it
   129  SIGHUP (the terminal closed) aborted the turn
   130  interrupted: Ctrl-C aborted the turn (a second Ctrl-C exits at once)
   141  stdout was closed by its reader (`dsh run ... | head`): the turn was aborted
@@ -58,7 +60,7 @@ environment:
 
 exit status:
   0 completed, 1 failed, 2 usage or configuration error, 3 max tokens, 4 --max-steps / --max-turns reached,
-  129 SIGHUP, 130 interrupted (Ctrl-C),
+  5 a tool call was refused by the permissions, 129 SIGHUP, 130 interrupted (Ctrl-C),
   141 stdout closed, 143 SIGTERM; see `dsh run --help`. Failures are one line on stderr; --debug adds the traceback."""
 
 Command: TypeAlias = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -70,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "acp": "dsh.cli.serve_acp",
     "sessions": "dsh.cli.sessions",
     "config": "dsh.cli.show_config",
+    "doctor": "dsh.cli.doctor",
 }
 """Each subcommand's module; it defines ``async def command(args) -> int``."""
 
@@ -92,6 +95,32 @@ def _max_steps(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="end a turn after N steps (model calls) if the model still wants more "
         "(default: 100 with the built-in profile, the tree's agent-loop maxSteps with --config)",
+    )
+
+
+PERMISSION_MODES = ("read-only", "workspace-write", "full-access")
+APPROVAL_POLICIES = ("ask", "auto", "never-ask")
+"""The choices of ``--permission-mode`` and ``--approval-policy`` (``dsh.core.approval``'s, spelled here to
+keep this module light)."""
+
+
+def _permission_flags(parser: argparse.ArgumentParser) -> None:
+    """``--permission-mode``, ``--approval-policy`` and ``--yes`` (see :mod:`dsh.cli.permission_flags`)."""
+    parser.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="what the agent may do without asking: read-only, workspace-write (the default of a new session: "
+        "write inside the workspace and the temp directory) or full-access; a resumed session keeps its own "
+        "unless this is given",
+    )
+    parser.add_argument(
+        "--approval-policy",
+        choices=APPROVAL_POLICIES,
+        help="what happens to a call the mode does not cover: ask (the default), auto (decide by the mode "
+        "alone) or never-ask (refuse it)",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="allow every call that would be asked (each one is still logged)"
     )
 
 
@@ -199,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="end the turn (reason max-cost) once the session has cost this many US dollars",
     )
+    _permission_flags(run)
 
     chat = commands.add_parser(
         "chat",
@@ -212,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--resume", metavar="ID", help="continue the persisted session ID")
     chat.add_argument("--plain", action="store_true", help="plain text even on a terminal (no colors, no spinner)")
     _max_steps(chat)
+    _permission_flags(chat)
 
     commands.add_parser(
         "acp",
@@ -265,6 +296,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("file", nargs="?", metavar="FILE", help="a YAML plugin tree to check (default: --config)")
     config.add_argument("--check", action="store_true", help="only validate; print a one-line verdict")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="probe and print what this machine enforces (the bash sandbox per permission mode)",
+        description="Probe the bash sandbox backends for real and print what each permission mode enforces.",
+    )
+    doctor.add_argument(
+        "--backend", choices=("auto", "bwrap", "landlock"), default="auto", help="the backend to report on"
+    )
     return parser
 
 

@@ -7,7 +7,9 @@ as the YAML tree that boots the same:
 
 * **default**: the core services, the local bash executor and tools, the local
   filesystem and the file tools (read, write, edit, glob, grep), the workspace's
-  ``AGENTS.md`` in the system prompt (``workspace-instructions``), the agent loop
+  ``AGENTS.md`` in the system prompt (``workspace-instructions``), the ``permissions``
+  plugin (modes, approvals, the settings file's rules; workspace-write and ask unless
+  a session says otherwise) with ``plan-mode``, the agent loop
   (at most :data:`DEFAULT_MAX_STEPS` steps a turn),
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
   ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
@@ -150,6 +152,9 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("tool-bash", "tool-bash"),
         _entry("fs", "fs-local"),  # each session's files, in its workspace (--cwd)
         _entry("tool-fs", "tool-fs"),
+        # modes, approvals and the settings file's rules around every tool call; plan mode on top
+        _entry("permissions", "permissions", dict(settings.permissions) if settings.permissions else None),
+        _entry("plan-mode", "plan-mode"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
     ]
     if settings.mcp_servers:

@@ -23,6 +23,12 @@ turns the run lets the agent take, counting turns a plugin starts after the
 prompt's own (:mod:`dsh.cli.limits`): queued input beyond it is dropped and the run
 exits 4 saying so.
 
+``--permission-mode``, ``--approval-policy`` and ``--yes`` set what the agent may do
+(:mod:`dsh.cli.permission_flags`). Nobody can answer an approval in a headless run,
+so without ``--yes`` a call the mode does not cover is refused (the model reads why);
+when the turn completed with a refused call, one line names the flag that allows it
+and the run exits 5.
+
 When stdout's reader goes away (``dsh run ... | head``) the turn is cancelled
 (reason ``output closed``) and the run exits 141 without a word.
 
@@ -58,6 +64,7 @@ from dsh.cli.answer import EventLines, TextAnswer, detach_stdout
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.limits import TurnBudget
+from dsh.cli.permission_flags import EXIT_REFUSED, Refusals, apply_permission_flags
 from dsh.cli.profile import Tree, resolve_tree
 from dsh.cli.settings import Settings, check_sessions_root
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
@@ -124,11 +131,18 @@ async def run_prompt(
     max_cost: float | None = None,
     max_steps: int | None = None,
     max_turns: int | None = None,
+    flags: argparse.Namespace | None = None,
 ) -> int:
-    """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring)."""
+    """Run one turn for ``prompt`` on ``tree`` and return the exit status (see the module docstring).
+
+    ``flags`` holds ``--permission-mode``, ``--approval-policy`` and ``--yes``
+    (:mod:`dsh.cli.permission_flags`).
+    """
     async with booted(tree) as root:
         await load_budget(root, max_cost)
         agent = await start_agent(root, tree, settings, resume, fork=fork, max_steps=max_steps)
+        await apply_permission_flags(root, agent, flags or argparse.Namespace())
+        refusals = Refusals(root)
         turn_budget = TurnBudget(root, agent, max_turns) if max_turns is not None else None
         closed: list[bool] = []
 
@@ -180,6 +194,11 @@ async def run_prompt(
             summary = run_summary(agent.session.id, usage, duration_ms, outcome.reason)
             print(json_text(summary), flush=True)
         status = _report(outcome, signalled, failures, key_hint(tree, settings))
+        refusal = refusals.report(agent, since)
+        if refusal is not None:
+            errors.ONCE.say(refusal)
+            if status == EXIT_COMPLETED:
+                status = EXIT_REFUSED
         if turn_budget is not None and turn_budget.stopped and status == EXIT_COMPLETED:
             errors.ONCE.say(
                 f"stopped after {turn_budget.turns} turns (--max-turns {turn_budget.limit}) with more work queued; "
@@ -239,6 +258,7 @@ async def command(args: argparse.Namespace) -> int:
                 max_cost=args.max_cost,
                 max_steps=getattr(args, "max_steps", None),
                 max_turns=getattr(args, "max_turns", None),
+                flags=args,
             )
     except CliError as error:
         return report(error)

@@ -8,7 +8,10 @@ The settings file (``$DSH_HOME/settings.yml``, else ``$XDG_CONFIG_HOME/dsh/setti
 else ``~/.config/dsh/settings.yml``; optional) is a YAML mapping with the keys
 ``provider`` (:data:`PROVIDERS`) and ``model``; a command-line option wins over it.
 ``mcpServers`` maps names to MCP servers whose tools the built-in profiles offer (the
-``mcp`` plugin's ``servers``, checked when the tree boots).
+``mcp`` plugin's ``servers``, checked when the tree boots). ``permissions`` holds the
+``allow`` and ``deny`` rule lists of the built-in profiles' ``permissions`` plugin
+(``permissions: {allow: ["bash(git status*)"], deny: ["bash(rm -rf*)"]}``, checked when
+the tree boots).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 }
 """Each provider of the built-in profile: the variables holding its API key and its base URL."""
 
-SETTING_KEYS = ("mcpServers", "model", "provider")
+SETTING_KEYS = ("mcpServers", "model", "permissions", "provider")
 """The keys the settings file may hold."""
 
 
@@ -93,6 +96,13 @@ def read_settings_file(path: Path) -> dict[str, Any]:
         if key == "mcpServers":
             if not isinstance(value, dict):
                 raise CliError(f"the settings file {path}: mcpServers must be a mapping of server names", 2)
+        elif key == "permissions":
+            if not isinstance(value, dict):
+                raise CliError(
+                    f"the settings file {path}: permissions must be a mapping such as "
+                    '{allow: ["bash(git status*)"], deny: []}',
+                    2,
+                )
         elif not isinstance(value, str) or not value:
             raise CliError(f"the settings file {path}: {key} must be a non-empty string, got {value!r}", 2)
     return dict(raw)
@@ -120,6 +130,8 @@ class Settings:
     provider: str = "deepseek"
     debug: bool = False
     mcp_servers: dict[str, Any] | None = None
+    permissions: dict[str, Any] | None = None
+    """The settings file's ``permissions`` rules (``allow`` / ``deny``), for the ``permissions`` plugin."""
     store: tuple[str, str] | None = None
     """``("sqlite", path)`` or ``("postgres", url)`` from ``--store``/``$DSH_STORE``; None: JSONL logs."""
 
@@ -173,6 +185,7 @@ class Settings:
             provider=provider,
             debug=bool(getattr(args, "debug", False)),
             mcp_servers=stored.get("mcpServers"),
+            permissions=stored.get("permissions"),
             store=store,
         )
 

@@ -128,6 +128,11 @@ class TerminalView:
         self.console.print(Text(message, style="dim"))
         self.console.print(PROMPT, end="")
 
+    def question(self, message: str) -> None:
+        """Print ``message`` as it is (no newline added), after stopping the live displays."""
+        self._settle()
+        self.console.print(Text(message, style="bold yellow"), end="")
+
     # -------------------------------------------------------------- listeners
     def on_step_start(self, agent: Agent, _turn: int, _step: int) -> None:
         if agent is self.agent:

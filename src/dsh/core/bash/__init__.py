@@ -1,4 +1,5 @@
-"""The bash executor seam (SPEC §9): ``BASH`` names the service, the dataclasses its vocabulary."""
+"""The bash executor seam (SPEC §9): ``BASH`` names the service, the dataclasses its vocabulary,
+:class:`SandboxSupport` what its OS sandbox enforces."""
 
 from dsh.core.bash.executor import BASH, BashExecutor, TaskDoneListener
 from dsh.core.bash.types import (
@@ -9,6 +10,10 @@ from dsh.core.bash.types import (
     BashTaskRead,
     BashTaskStatus,
     CollectedOutput,
+    ConfinedMode,
+    SandboxBackend,
+    SandboxPolicy,
+    SandboxSupport,
 )
 
 __all__ = [
@@ -21,5 +26,9 @@ __all__ = [
     "BashTaskRead",
     "BashTaskStatus",
     "CollectedOutput",
+    "ConfinedMode",
+    "SandboxBackend",
+    "SandboxPolicy",
+    "SandboxSupport",
     "TaskDoneListener",
 ]

@@ -14,7 +14,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from dsh.core.bash.types import BashExecRequest, BashExecSpec, BashRunResult, BashTask, BashTaskRead
+from dsh.core.bash.types import (
+    UNCONFINED,
+    BashExecRequest,
+    BashExecSpec,
+    BashRunResult,
+    BashTask,
+    BashTaskRead,
+    SandboxSupport,
+)
 from dsh.kernel import Context, Effect, Service, ServiceKey
 
 TaskDoneListener = Callable[[BashTask], Any]
@@ -84,6 +92,15 @@ class BashExecutor(Service, ABC):
         """Kill every process the executor started, at once and synchronously (what a
         SIGTERM/SIGHUP handler calls before exiting); never raises. Returns how many
         process groups (or equivalent units) were hit."""
+
+    def sandbox_support(self) -> SandboxSupport:
+        """What this executor's OS sandbox enforces (see :class:`SandboxSupport`).
+
+        The permissions policy asks it whether bash under a mode is confined: if not,
+        bash calls go through approvals instead. The base reports no sandbox;
+        an implementation that confines commands overrides it (it may probe once).
+        """
+        return UNCONFINED
 
     # ------------------------------------------------------- completion events
     def on_task_done(self, listener: TaskDoneListener) -> Effect:

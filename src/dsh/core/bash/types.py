@@ -11,10 +11,56 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from msgspec import Struct
+
+from dsh.core.approval import PermissionMode
 from dsh.kernel import AbortSignal
 
 BashTaskStatus: TypeAlias = Literal["running", "completed", "killed"]
 """``running`` until the process closes; ``killed`` when stopped by ``kill``, an abort or disposal."""
+
+
+SandboxBackend: TypeAlias = Literal["bwrap", "landlock", "none"]
+"""What confines commands: bubblewrap, Landlock, or nothing."""
+
+ConfinedMode: TypeAlias = Literal["read-only", "workspace-write"]
+"""The permission modes a sandbox confines (``full-access`` runs unconfined)."""
+
+
+class SandboxPolicy(Struct, frozen=True, rename="camel"):
+    """How one command is confined: ``mode`` and, under ``workspace-write``, the
+    directories it may write beneath (absolute real paths, in order: the workspace,
+    extra directories, the temp directories). Everything else is read-only; under
+    ``read-only`` nothing is writable but ``/dev/null`` and the network is cut."""
+
+    mode: ConfinedMode
+    writable: tuple[str, ...] = ()
+
+
+class SandboxSupport(Struct, frozen=True, rename="camel"):
+    """What the OS sandbox of a bash executor really enforces on this machine (probed).
+
+    ``backend`` is the one in use; ``fs_write`` is True when writes outside the
+    writable directories are refused by the kernel; ``network`` when ``read-only``
+    commands are cut off the network (bubblewrap: a fresh network namespace;
+    Landlock ABI 4+: TCP bind and connect only); ``landlock_abi`` is the kernel's
+    Landlock ABI (0: none); ``detail`` says in words what was found and why.
+    """
+
+    backend: SandboxBackend = "none"
+    fs_write: bool = False
+    network: bool = False
+    landlock_abi: int = 0
+    detail: str = "no sandbox"
+
+    def covers(self, mode: PermissionMode) -> bool:
+        """True when bash commands under ``mode`` are confined by the kernel to what the
+        mode allows on the file system; ``full-access`` confines nothing (False)."""
+        return mode != "full-access" and self.fs_write
+
+
+UNCONFINED = SandboxSupport()
+"""The support of an executor without a sandbox."""
 
 
 @dataclass(frozen=True)
@@ -22,13 +68,17 @@ class BashExecRequest:
     """What a model or plugin asks for; :meth:`BashExecutor.resolve` fills the gaps.
 
     ``workdir`` and ``timeout_ms`` left ``None`` mean "the executor's default";
-    ``signal`` (when given) stops the command when it fires.
+    ``signal`` (when given) stops the command when it fires. ``agent`` is the asking
+    agent (its permission mode decides the sandbox) and ``workspace`` its session's
+    working directory (writable under ``workspace-write``); ``None`` when unknown.
     """
 
     command: str
     workdir: str | None = None
     timeout_ms: float | None = None
     signal: AbortSignal | None = None
+    agent: object | None = None
+    workspace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -36,12 +86,14 @@ class BashExecSpec:
     """A resolved request: what :meth:`BashExecutor.run` and ``start`` act on.
 
     ``timeout_ms`` is the effective timeout of ``run``; ``start`` ignores it.
+    ``sandbox`` is how the command is confined (None: not at all).
     """
 
     command: str
     workdir: str
     timeout_ms: float
     signal: AbortSignal | None = None
+    sandbox: SandboxPolicy | None = None
 
 
 @dataclass(frozen=True)

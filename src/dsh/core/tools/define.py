@@ -45,6 +45,8 @@ def define_tool(
     present_result: Callable[[A, ToolResult], ToolResultPresentation | None] | None = None,
     strict: bool | UnsetType = UNSET,
     concurrency_safe: bool = False,
+    read_only: bool = False,
+    fs_writes: bool = False,
 ) -> ToolDefinition:
     """Build a :class:`ToolDefinition` whose calls are validated against ``parameters``.
 
@@ -55,7 +57,7 @@ def define_tool(
     result). Presenters soft-validate: for invalid arguments they return None
     instead of running (display code runs on replayed, possibly malformed calls).
     ``strict`` is announced only when given (``False`` included);
-    ``concurrency_safe`` is :attr:`ToolDefinition.concurrency_safe`. The spec is
+    ``concurrency_safe``, ``read_only`` and ``fs_writes`` are the :class:`ToolDefinition` flags. The spec is
     read at every call, not copied: do not mutate ``parameters`` once defined.
 
     Raises ``ValueError`` at once if a property type is outside ``SchemaType``.
@@ -92,4 +94,6 @@ def define_tool(
         present_result=soft_result,
         strict=strict,
         concurrency_safe=concurrency_safe,
+        read_only=read_only,
+        fs_writes=fs_writes,
     )

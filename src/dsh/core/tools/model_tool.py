@@ -183,12 +183,14 @@ def define_model_tool(
     *,
     strict: bool | UnsetType = UNSET,
     concurrency_safe: bool = False,
+    read_only: bool = False,
+    fs_writes: bool = False,
 ) -> ToolDefinition:
     """A tool whose arguments are ``args_model``; ``execute(parsed, execution)`` gets an instance.
 
     Invalid arguments raise :class:`ToolArgsError` before ``execute`` runs.
-    ``strict`` is announced only when given; ``concurrency_safe`` is
-    :attr:`ToolDefinition.concurrency_safe`. Raises ``ValueError`` for a recursive model.
+    ``strict`` is announced only when given; ``concurrency_safe``, ``read_only`` and
+    ``fs_writes`` are the :class:`ToolDefinition` flags. Raises ``ValueError`` for a recursive model.
     """
     parameters = model_parameters(args_model, strict=strict is True)
 
@@ -203,6 +205,8 @@ def define_model_tool(
         execute=run,
         strict=strict,
         concurrency_safe=concurrency_safe,
+        read_only=read_only,
+        fs_writes=fs_writes,
     )
 
 
@@ -213,11 +217,13 @@ def tool_from_function(
     description: str | None = None,
     strict: bool | UnsetType = UNSET,
     concurrency_safe: bool = False,
+    read_only: bool = False,
+    fs_writes: bool = False,
 ) -> ToolDefinition:
     """A tool from a typed ``async def``; its parameters are the tool's arguments.
 
     ``name`` defaults to the function's name and ``description`` to its docstring;
-    ``concurrency_safe`` is :attr:`ToolDefinition.concurrency_safe`.
+    ``concurrency_safe``, ``read_only`` and ``fs_writes`` are the :class:`ToolDefinition` flags.
     Parameters without a default are required; ``Annotated[T, Field(description=...)]``
     documents one. A parameter annotated :class:`ToolExecution` receives the call
     itself (id, agent, abort signal) and is not shown to the model.
@@ -270,4 +276,6 @@ def tool_from_function(
         execute=run,
         strict=strict,
         concurrency_safe=concurrency_safe,
+        read_only=read_only,
+        fs_writes=fs_writes,
     )

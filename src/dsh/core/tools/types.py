@@ -87,6 +87,17 @@ class ToolDefinition:
     no state a sibling call could see half-changed). The loop then runs consecutive
     such calls of one step together; every other call is a barrier that runs alone.
     The default, False, is always correct.
+
+    ``read_only`` is the tool's promise that a call changes no file and nothing
+    outside the harness's own state (it reads, searches, or looks at its own
+    background tasks). The permissions policy lets such calls run in every mode,
+    plan mode included; paths outside the workspace are still checked. The default,
+    False, makes every call go through the mode's rules.
+
+    ``fs_writes`` is the tool's promise that it changes nothing but files, and only
+    through the ``fs`` service (whose workspace fence and write gate apply): the
+    permissions policy then lets it run in ``workspace-write`` mode. A tool that
+    makes neither promise may do anything and needs ``full-access`` (or an answer).
     """
 
     name: str
@@ -97,6 +108,8 @@ class ToolDefinition:
     present_result: PresentResult | None = None
     strict: bool | UnsetType = UNSET
     concurrency_safe: bool = False
+    read_only: bool = False
+    fs_writes: bool = False
 
     @cached_property
     def schema(self) -> ToolSchema:

@@ -3,34 +3,57 @@
 Load :class:`LocalBashExecutor` as a plugin to provide the ``bash`` service::
 
     await ctx.plugin(LocalBashExecutor, {"timeoutMs": 30000})
+
+Commands run under the OS sandbox of their permission mode (bubblewrap, else
+Landlock; see :mod:`dsh.plugins.bash_local.sandbox`).
 """
 
 from dsh.plugins.bash_local.collector import CollectorRead, OutputCollector, default_spill_dir
 from dsh.plugins.bash_local.env import DEFAULT_ENV_ALLOW, MODEL_FRIENDLY, ChildEnv, EnvPolicy, child_env
 from dsh.plugins.bash_local.executor import LocalBashConfig, LocalBashExecutor, is_positive_finite
+from dsh.plugins.bash_local.landlock import landlock_abi
 from dsh.plugins.bash_local.process import BashInternals, RunningBash, kill_group, run_bash, signal_name
 from dsh.plugins.bash_local.reaper import Reaper
+from dsh.plugins.bash_local.sandbox import (
+    BackendChoice,
+    Launch,
+    Sandbox,
+    SandboxConfig,
+    detect,
+    forget_probes,
+    platform_line,
+    temp_dirs,
+)
 from dsh.plugins.bash_local.watch import CHUNK_BYTES, PipeWatch, pipe_holders
 
 __all__ = [
     "CHUNK_BYTES",
     "DEFAULT_ENV_ALLOW",
     "MODEL_FRIENDLY",
+    "BackendChoice",
     "BashInternals",
     "ChildEnv",
     "CollectorRead",
     "EnvPolicy",
+    "Launch",
     "LocalBashConfig",
     "LocalBashExecutor",
     "OutputCollector",
     "PipeWatch",
     "Reaper",
     "RunningBash",
+    "Sandbox",
+    "SandboxConfig",
     "child_env",
     "default_spill_dir",
+    "detect",
+    "forget_probes",
     "is_positive_finite",
     "kill_group",
+    "landlock_abi",
     "pipe_holders",
+    "platform_line",
     "run_bash",
     "signal_name",
+    "temp_dirs",
 ]

@@ -12,12 +12,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from dsh.core.bash import BashExecRequest, BashExecSpec, BashExecutor, BashRunResult, BashTask, BashTaskRead
+from dsh.core.approval import PERMISSIONS, PermissionMode
+from dsh.core.bash import (
+    BashExecRequest,
+    BashExecSpec,
+    BashExecutor,
+    BashRunResult,
+    BashTask,
+    BashTaskRead,
+    SandboxPolicy,
+    SandboxSupport,
+)
 from dsh.core.errors import HarnessError
 from dsh.kernel import AbortSignal, Context
 from dsh.plugins.bash_local.env import ChildEnv, EnvPolicy
 from dsh.plugins.bash_local.process import BashInternals, RunningBash, run_bash
 from dsh.plugins.bash_local.reaper import Reaper
+from dsh.plugins.bash_local.sandbox import Sandbox, SandboxConfig
 
 
 def is_positive_finite(value: object) -> bool:
@@ -40,7 +51,8 @@ class LocalBashConfig(BaseModel):
     output, kept in a directory of the executor's own that disposal removes).
     ``envAllow`` names more variables of dsh's environment that commands inherit
     (exact names, or ``PREFIX*``) beyond the built-in allowlist; ``env`` sets fixed
-    values. Nothing else of dsh's environment reaches a command.
+    values. Nothing else of dsh's environment reaches a command. ``sandbox`` is the
+    OS sandbox (:class:`~dsh.plugins.bash_local.sandbox.SandboxConfig`).
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
@@ -52,6 +64,7 @@ class LocalBashConfig(BaseModel):
     max_spill_bytes: float = Field(100_000_000, alias="maxSpillBytes")
     env_allow: tuple[str, ...] = Field((), alias="envAllow")
     env: dict[str, str] = Field(default_factory=dict)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", "max_spill_bytes", mode="before")
     @classmethod
@@ -82,6 +95,13 @@ class LocalBashExecutor(BashExecutor):
     completions caused by that teardown are not announced. ``internals`` is the test
     seam (SIGKILL grace, pipe grace, spill directory). Spill files go to :attr:`spill_dir`,
     a private directory (0700) the executor creates and removes at disposal.
+
+    Each command is confined by the OS sandbox of its mode (:meth:`resolve` decides):
+    the asking agent's mode from the ``permissions`` service when one is loaded
+    (``read-only`` in plan mode), else ``sandbox.mode`` of the config, else none. Where
+    no sandbox works, a mode from the permissions service runs commands unconfined
+    (that service asks before bash runs, as :meth:`sandbox_support` tells it), and a
+    mode from the config fails closed (``SANDBOX_UNAVAILABLE``).
     """
 
     name = "bash-local"
@@ -100,13 +120,17 @@ class LocalBashExecutor(BashExecutor):
         self.reaper = Reaper(cleanup=(self.spill_dir,))
         name, value = self.reaper.marker
         self.child_env = ChildEnv(EnvPolicy(config.env_allow, {**config.env, name: value}))
+        self.sandbox = Sandbox(config.sandbox)
         self._watchers: set[asyncio.Task[None]] = set()
         self._disposed = False
         ctx.effect(lambda: self._teardown, "bash-local teardown")
 
     # ---------------------------------------------------------------- requests
     def resolve(self, request: BashExecRequest) -> BashExecSpec:
-        """Apply defaults: timeout capped at ``maxTimeoutMs``; workdir request → config → cwd."""
+        """Apply defaults: timeout capped at ``maxTimeoutMs``; workdir request → config → cwd;
+        the sandbox policy of the request's mode (the workspace: the request's, else
+        the config's ``cwd``, else the process's working directory). Raises
+        ``SANDBOX_UNAVAILABLE`` when a configured sandbox cannot be used."""
         requested = request.timeout_ms
         if requested is not None and not is_positive_finite(requested):
             raise HarnessError("bash-local: request.timeoutMs must be a positive finite number", "INVALID_TIMEOUT")
@@ -118,11 +142,32 @@ class LocalBashExecutor(BashExecutor):
             workdir=workdir if workdir is not None else os.getcwd(),
             timeout_ms=_tidy(timeout),
             signal=request.signal,
+            sandbox=self._policy(request),
         )
+
+    def _policy(self, request: BashExecRequest) -> SandboxPolicy | None:
+        permissions = self.ctx.get(PERMISSIONS)
+        mode: PermissionMode | None
+        if permissions is not None:
+            state = permissions.state(request.agent)
+            mode = "read-only" if state.plan else state.mode
+        else:
+            mode = self.config.sandbox.mode
+        if mode is None or mode == "full-access":
+            return None
+        workspace = request.workspace or self.config.cwd or os.getcwd()
+        policy = self.sandbox.policy(mode, workspace, required=permissions is None)
+        if policy is not None:
+            self.sandbox.launch(policy)  # build it now: a broken sandbox fails the request, not the spawn
+        return policy
+
+    def sandbox_support(self) -> SandboxSupport:
+        """What the configured backend enforces here (probed on the first call, once per process)."""
+        return self.sandbox.support()
 
     async def run(self, spec: BashExecSpec) -> BashRunResult:
         """See :meth:`BashExecutor.run`; cancelling the caller kills the command."""
-        process = self._launch(spec.command, spec.workdir, spec.timeout_ms, spec.signal)
+        process = self._launch(spec.command, spec.workdir, spec.timeout_ms, spec.signal, spec.sandbox)
         try:
             return await process.done
         except asyncio.CancelledError:
@@ -131,7 +176,7 @@ class LocalBashExecutor(BashExecutor):
 
     def start(self, spec: BashExecSpec) -> BashTask:
         """See :meth:`BashExecutor.start`; raises only for a pre-aborted signal or after disposal."""
-        process = self._launch(spec.command, spec.workdir, 0, spec.signal)
+        process = self._launch(spec.command, spec.workdir, 0, spec.signal, spec.sandbox)
         self._count += 1
         task = BashTask(id=f"bash-{self._count}", command=spec.command, done=asyncio.get_running_loop().create_future())
         entry = _TaskEntry(task, process)
@@ -141,7 +186,9 @@ class LocalBashExecutor(BashExecutor):
         watcher.add_done_callback(self._watchers.discard)
         return task
 
-    def _launch(self, command: str, workdir: str, timeout_ms: float, signal: AbortSignal | None) -> RunningBash:
+    def _launch(
+        self, command: str, workdir: str, timeout_ms: float, signal: AbortSignal | None, sandbox: SandboxPolicy | None
+    ) -> RunningBash:
         if self._disposed:
             raise HarnessError("bash-local is disposed: load the bash-local plugin again to run commands", "DISPOSED")
         self._prune()
@@ -154,6 +201,7 @@ class LocalBashExecutor(BashExecutor):
             internals=self.internals,
             env=self.child_env,
             reaper=self.reaper,
+            sandbox=self.sandbox.launch(sandbox) if sandbox is not None else None,
         )
         self._processes.add(process)
         process.add_close_callback(self._on_closed)
@@ -269,4 +317,5 @@ class LocalBashExecutor(BashExecutor):
             process.release()
         self._lingering.clear()
         self.reaper.close()
+        self.sandbox.close()
         shutil.rmtree(self.spill_dir, ignore_errors=True)

@@ -35,6 +35,7 @@ from dsh.kernel import AbortSignal
 from dsh.plugins.bash_local.collector import OutputCollector
 from dsh.plugins.bash_local.env import ChildEnv
 from dsh.plugins.bash_local.reaper import Reaper
+from dsh.plugins.bash_local.sandbox import Launch
 from dsh.plugins.bash_local.watch import PipeWatch, pipe_holders
 
 _DEFAULT_ENV = ChildEnv()
@@ -73,7 +74,7 @@ class BashInternals:
     max_spill_bytes: int | None = None
 
 
-def _spawn_error(error: OSError | ValueError, cwd: str) -> HarnessError:
+def _spawn_error(error: OSError | ValueError, cwd: str, sandbox: Launch | None = None) -> HarnessError:
     if isinstance(error, ValueError):
         return HarnessError(
             f"cannot spawn bash: {error} (remove NUL characters from the command and workdir)",
@@ -82,6 +83,8 @@ def _spawn_error(error: OSError | ValueError, cwd: str) -> HarnessError:
     code = errno.errorcode.get(error.errno or 0, "EUNKNOWN")
     if error.filename == cwd:
         hint = f'check that the workdir "{cwd}" exists and is a directory'
+    elif sandbox is not None and error.filename == sandbox.prefix[0]:
+        hint = "the sandbox program cannot be run: reinstall it or change the sandbox backend"
     else:
         hint = "check that bash is installed and on PATH"
     return HarnessError(f"spawn bash {code}: {error.strerror}: {error.filename!r} ({hint})", code)
@@ -97,13 +100,15 @@ def run_bash(
     internals: BashInternals | None = None,
     env: ChildEnv | None = None,
     reaper: Reaper | None = None,
+    sandbox: Launch | None = None,
 ) -> RunningBash:
     """Start ``bash -c command`` in ``cwd`` and return the handle at once.
 
     ``timeout_ms`` of 0 means no timeout. ``env`` decides the environment (default: the
     built-in allowlist); ``reaper`` (optional) is told about the process group so it
-    dies with dsh. Raises synchronously (nothing spawned) when
-    ``signal`` has already fired; spawn failures surface through
+    dies with dsh; ``sandbox`` (optional) starts bash confined through its launcher.
+    Raises synchronously (nothing spawned) when ``signal`` has already fired; spawn
+    failures surface through
     :attr:`RunningBash.done` instead. Must be called with a running event loop.
     """
     if signal is not None and signal.aborted:
@@ -111,7 +116,7 @@ def run_bash(
         raise HarnessError(f"aborted before spawn: {reason}", "ABORTED")
     launch = env if env is not None else _DEFAULT_ENV
     knobs = internals or BashInternals()
-    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, knobs, launch, reaper)
+    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, knobs, launch, reaper, sandbox)
 
 
 class RunningBash:
@@ -137,8 +142,10 @@ class RunningBash:
         internals: BashInternals,
         env: ChildEnv,
         reaper: Reaper | None = None,
+        sandbox: Launch | None = None,
     ) -> None:
         self._env = env
+        self._sandbox = sandbox
         self._reaper = reaper
         self._pipe_grace_s = internals.pipe_grace_ms / 1000
         self._watch: PipeWatch | None = None
@@ -258,11 +265,14 @@ class RunningBash:
         if self._reaper is not None:
             self._reaper.prepare()
         try:
-            process = _spawn(command, cwd, self._env)
+            sandbox = self._sandbox
+            process = (
+                _spawn(command, cwd, self._env) if sandbox is None else _confined(command, cwd, self._env, sandbox)
+            )
         except (OSError, ValueError) as error:
             self._settle()
             self._spawned.set_result(None)
-            raise _spawn_error(error, cwd) from error
+            raise _spawn_error(error, cwd, self._sandbox) from error
         pid = self.pid = process.pid
         self._spawned.set_result(pid)
         assert process.stdout is not None  # piped above
@@ -320,6 +330,22 @@ def _spawn(command: str, cwd: str, launch: ChildEnv) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+    )
+
+
+def _confined(command: str, cwd: str, launch: ChildEnv, sandbox: Launch) -> subprocess.Popen[bytes]:
+    """Like :func:`_spawn`, through ``sandbox``'s launcher (which then execs bash); also raises
+    ``OSError`` when the launcher cannot be run."""
+    env, bash = launch.current()
+    return subprocess.Popen(
+        sandbox.argv(bash or "bash", ["bash", "-c", command]),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        pass_fds=sandbox.pass_fds,
     )
 
 

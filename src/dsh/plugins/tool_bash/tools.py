@@ -177,6 +177,7 @@ class BashTools:
                     raw_input=args["task_id"],
                 ),
                 concurrency_safe=True,  # it only reads a task's buffered output
+                read_only=True,
             ),
             define_tool(
                 "bash_kill",
@@ -186,6 +187,7 @@ class BashTools:
                 present_call=lambda args: ToolCallPresentation(
                     title=f"Kill background task {args['task_id']}", kind="execute", raw_input=args["task_id"]
                 ),
+                read_only=True,  # it stops the agent's own task and changes no file
             ),
         ]
 
@@ -202,6 +204,8 @@ class BashTools:
             workdir=resolve_workdir(args.get("workdir"), execution),
             timeout_ms=timeout,
             signal=execution.signal,
+            agent=execution.agent,
+            workspace=session_cwd(execution.agent),
         )
         if args.get("run_in_background") is True:
             task = self.bash.start(self.bash.resolve(request))

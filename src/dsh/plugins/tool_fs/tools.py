@@ -172,7 +172,13 @@ class FsTools:
     def definitions(self) -> list[ToolDefinition]:
         return [
             define_tool(
-                "read", READ_DESCRIPTION, READ_PARAMETERS, self.read, present_call=present_read, concurrency_safe=True
+                "read",
+                READ_DESCRIPTION,
+                READ_PARAMETERS,
+                self.read,
+                present_call=present_read,
+                concurrency_safe=True,
+                read_only=True,
             ),
             define_tool(
                 "write",
@@ -181,6 +187,7 @@ class FsTools:
                 self.write,
                 present_call=present_write,
                 present_result=present_change,
+                fs_writes=True,
             ),
             define_tool(
                 "edit",
@@ -189,12 +196,25 @@ class FsTools:
                 self.edit,
                 present_call=present_edit,
                 present_result=present_change,
+                fs_writes=True,
             ),
             define_tool(
-                "glob", GLOB_DESCRIPTION, GLOB_PARAMETERS, self.glob, present_call=present_glob, concurrency_safe=True
+                "glob",
+                GLOB_DESCRIPTION,
+                GLOB_PARAMETERS,
+                self.glob,
+                present_call=present_glob,
+                concurrency_safe=True,
+                read_only=True,
             ),
             define_tool(
-                "grep", GREP_DESCRIPTION, GREP_PARAMETERS, self.grep, present_call=present_grep, concurrency_safe=True
+                "grep",
+                GREP_DESCRIPTION,
+                GREP_PARAMETERS,
+                self.grep,
+                present_call=present_grep,
+                concurrency_safe=True,
+                read_only=True,
             ),
         ]
 
