@@ -576,6 +576,7 @@ FROZEN: dict[str, list[str]] = {
         "result_content",
         "session_of",
     ],
+    "dsh.plugins.otel": ["CAPTURE_ENV", "capture_requested", "exporter_requested"],
     "dsh.plugins.persistence_jsonl": [
         "NO_CWD_BUCKET",
         "JsonlConfig",
