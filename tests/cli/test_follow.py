@@ -103,3 +103,11 @@ def test_the_jsonl_change_mark_of_a_log_removed_meanwhile_is_none(
     assert backend._mark("gone") is None
     monkeypatch.setattr(backend, "_find", lambda id: None, raising=False)
     assert backend._mark("gone") is None
+
+
+async def test_until_idle_without_follow_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "home"))
+    assert await amain(["--sessions-root", str(tmp_path), "sessions", "show", "--until-idle", "x"]) == 2
+    assert "--until-idle only applies with --follow" in capsys.readouterr().err

@@ -274,6 +274,8 @@ async def run_action(tree: Tree, args: argparse.Namespace, model: str | None = N
         try:
             if args.action == "list":
                 return await list_sessions(persistence, tree, json_lines=bool(args.json))
+            if args.action == "show" and args.until_idle and not args.follow:
+                raise CliError("sessions show: --until-idle only applies with --follow", 2)
             if args.action == "show" and args.follow:
                 return await follow_session(
                     persistence, args.id, json_lines=bool(args.json), until_idle=args.until_idle
