@@ -270,6 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print the session's JSONL lines, header first")
+    show.add_argument(
+        "--follow",
+        action="store_true",
+        help="print the events as they are stored while another process writes the session, until Ctrl-C "
+        "(reads only: no lock, no repair)",
+    )
+    show.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="with --follow: stop once the stored log ends with no turn open",
+    )
     fork = actions.add_parser(
         "fork",
         parents=[shared],

@@ -23,12 +23,16 @@ as the YAML tree that boots the same:
   in place of DeepSeek.
 
 ``--invariants`` adds the ``invariants`` plugin (development checks); ``mcpServers`` in
-the settings file adds the ``mcp`` plugin running those servers. A storage tree
+the settings file adds the ``mcp`` plugin running those servers; the standard
+OpenTelemetry variables asking for an exporter (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+``OTEL_TRACES_EXPORTER``, see :func:`dsh.plugins.otel.exporter_requested`) add the
+``otel`` plugin, which needs ``pip install 'dsh[otel]'``. A storage tree
 (``sessions`` and persistence only) serves ``dsh sessions``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -36,6 +40,7 @@ from typing import Any, Literal, TypeAlias
 
 from dsh.cli.errors import CliError
 from dsh.cli.settings import PROVIDERS, Settings
+from dsh.plugins.otel import exporter_requested
 
 DEFAULT_MODEL = "deepseek-v4-flash"
 """The model of the default profile unless ``--model`` names another."""
@@ -164,12 +169,12 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("llm-retry", "llm-retry"),
         _persistence(settings),
     ]
+    if exporter_requested(os.environ):  # OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER, ...: send spans
+        entries.append(_entry("otel", "otel", {"providerName": settings.provider}))
     model = profile_model(settings)
     if settings.demo:
         entries.append(_entry("model", "dsh.plugins.demo", {"models": [model]}))
     elif settings.provider == "openai":
-        import os
-
         openai = {"models": [model], "apiKeyEnv": settings.key_env, "baseURLEnv": settings.base_url_env}
         if not os.environ.get(settings.base_url_env):
             openai["baseURL"] = OPENAI_PUBLIC_BASE_URL

@@ -17,6 +17,8 @@ root (no model, no key needed); ``--config`` boots the given tree, which must pr
   resume would continue. The transcript ends with the session's usage per turn and in
   total (a fork's copied history left out), priced at ``--model``'s price (else the
   default profile's model; :mod:`dsh.cli.usage`).
+* ``show --follow ID [--until-idle]``: the live tail of a session another process may be
+  writing (:mod:`dsh.cli.follow`): no lock, no repair, events printed as they are stored.
 * ``fork ID [--turn N]``: store a new session holding ID's log up to the end of turn N
   (default: its last completed turn), with ID as its ``parentSession``; print its id.
 * ``check``: read every log back without writing; one line per problem (damage in
@@ -37,6 +39,7 @@ from msgspec import UNSET, Struct, UnsetType
 
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
+from dsh.cli.follow import follow_session
 from dsh.cli.profile import DEFAULT_MODEL, Tree, resolve_tree
 from dsh.cli.session_ids import resolve_session_id
 from dsh.cli.settings import Settings
@@ -271,6 +274,12 @@ async def run_action(tree: Tree, args: argparse.Namespace, model: str | None = N
         try:
             if args.action == "list":
                 return await list_sessions(persistence, tree, json_lines=bool(args.json))
+            if args.action == "show" and args.until_idle and not args.follow:
+                raise CliError("sessions show: --until-idle only applies with --follow", 2)
+            if args.action == "show" and args.follow:
+                return await follow_session(
+                    persistence, args.id, json_lines=bool(args.json), until_idle=args.until_idle
+                )
             if args.action == "show":
                 return await show_session(persistence, args.id, json_lines=bool(args.json), model=model)
             if args.action == "fork":

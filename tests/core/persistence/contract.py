@@ -16,6 +16,7 @@ import pytest
 from dsh.core.llm import to_json
 from dsh.core.persistence import PersistenceError
 from dsh.core.session import SESSION_CREATED, SessionMeta, UntypedEvent, header_line
+from tests.core.persistence.follow_contract import FOLLOW_CONTRACT
 from tests.core.persistence.helpers import (
     CWD,
     Rig,
@@ -592,6 +593,7 @@ COORDINATOR_CONTRACT: list[Case] = [
     round_trips_a_header_with_parent_session_fork_lineage,
     flush_before_init_resolves_uses_cursor_0,
     torn_tail_load_a_never_committed_tail_is_truncated_and_the_open_turn_closed_during_load,
+    *FOLLOW_CONTRACT,
 ]
 
 

@@ -10,6 +10,7 @@
 * helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop),
   :class:`WriterLocks` (one writer per session across processes),
   :func:`make_private_dirs` (0700 directories, safe against concurrent creators),
+  :func:`poll_log` (the polling live tail behind ``follow``),
   the storage text of events and headers (:func:`event_text`, :func:`data_text`,
   :func:`header_text`: lone surrogates written as escapes) and the bulk read-back of
   :mod:`~dsh.core.persistence.readback`.
@@ -20,6 +21,7 @@ from dsh.core.persistence.coordinated import CoordinatedPersistence
 from dsh.core.persistence.coordinator import PersistenceCoordinator, cwd_of
 from dsh.core.persistence.dirs import make_private_dirs, unwritable_dir
 from dsh.core.persistence.errors import PersistenceError
+from dsh.core.persistence.follow import POLL_INTERVAL_S, continuing, not_stored, poll_log
 from dsh.core.persistence.jsontext import (
     data_text,
     escape_lone_surrogates,
@@ -44,6 +46,7 @@ from dsh.core.session import SessionHeader
 
 __all__ = [
     "MISSING",
+    "POLL_INTERVAL_S",
     "SESSION_PERSISTENCE",
     "CoordinatedPersistence",
     "LoadedSession",
@@ -58,6 +61,7 @@ __all__ = [
     "StoredPrefix",
     "WriterLocks",
     "assert_serializable",
+    "continuing",
     "cwd_of",
     "data_text",
     "escape_lone_surrogates",
@@ -67,9 +71,11 @@ __all__ = [
     "json_text",
     "loads_stored_json",
     "make_private_dirs",
+    "not_stored",
     "parse_event_lines",
     "parse_event_rows",
     "paused_gc",
+    "poll_log",
     "run_blocking",
     "seed_covers_prefix",
     "torn_tail",

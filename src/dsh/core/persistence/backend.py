@@ -111,6 +111,25 @@ class PersistenceBackend(ABC):
     async def list(self) -> builtins.list[SessionHeader]:
         """The headers of every stored (materialized) session, without reading whole logs."""
 
+    async def read_after(self, id: str, after_seq: int) -> builtins.list[SessionEvent] | None:
+        """The stored events of ``id`` whose seq is above ``after_seq``, in seq order; None when nothing is stored.
+
+        Reads only: claims no writer lock and repairs nothing (a torn tail is left out,
+        as :meth:`load_stored` leaves it out). The default reads the whole log with
+        :meth:`load_stored`; a backend that can read from a seq on overrides it.
+        """
+        stored = await self.load_stored(id)
+        return None if stored is None else stored.events[after_seq + 1 :]
+
+    async def change_mark(self, id: str) -> object:
+        """A cheap token that differs whenever the stored log of ``id`` may have changed.
+
+        Followers (:func:`~dsh.core.persistence.follow.poll_log`) read the log again only
+        when it differs from the one seen before. The default, None, means "unknown":
+        every poll reads.
+        """
+        return None
+
     async def lock_writer(self, id: str) -> None:  # noqa: B027 - optional hook with a no-op default
         """Make this process the one writer of ``id``, or raise ``SESSION_LOCKED`` naming the holder.
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 
 from dsh.core.persistence.backend import PersistenceBackend
 from dsh.core.persistence.coordinator import PersistenceCoordinator
+from dsh.core.persistence.follow import poll_log
 from dsh.core.persistence.service import LoadedSession, SessionPersistence
 from dsh.core.session import Session, SessionEvent, SessionHeader
 from dsh.kernel import Context
@@ -44,3 +45,7 @@ class CoordinatedPersistence(SessionPersistence, PersistenceBackend):
 
     def delete(self, id: str) -> Awaitable[None]:
         return self.coordinator.delete(id)
+
+    def follow(self, id: str, after_seq: int = -1) -> AsyncGenerator[SessionEvent, None]:
+        """Poll the storage hooks (:func:`~dsh.core.persistence.follow.poll_log`); see ``SessionPersistence.follow``."""
+        return poll_log(self, id, after_seq)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import builtins
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from dataclasses import dataclass
 
+from dsh.core.persistence.errors import PersistenceError
 from dsh.core.session import SESSION_FORMAT_VERSION, SESSIONS, SessionEvent, SessionHeader, clock, fork_prefix
 from dsh.kernel import Context, Service, ServiceKey
 
@@ -77,6 +78,21 @@ class SessionPersistence(Service, ABC):
     @abstractmethod
     def delete(self, id: str) -> Awaitable[None]:
         """Remove what is stored for ``id``; a no-op for an unknown id."""
+
+    def follow(self, id: str, after_seq: int = -1) -> AsyncGenerator[SessionEvent, None]:
+        """The events of ``id`` with seq above ``after_seq``, each as soon as it is stored, until deleted.
+
+        Reads only: it claims no writer lock and repairs nothing, so it may follow a
+        session another process is writing. The events come in seq order, without gap
+        or duplicate, and only once stored where another process reads them (a torn
+        tail never); the iterator ends when the session is deleted, otherwise it runs
+        until the caller stops it (``aclose()`` or cancelling the task). Raises
+        ``SESSION_NOT_FOUND`` when nothing is stored for ``id``. The default refuses
+        (``UNSUPPORTED``); :class:`~dsh.core.persistence.CoordinatedPersistence` polls
+        (:func:`~dsh.core.persistence.follow.poll_log`) and the PostgreSQL backend waits
+        for ``NOTIFY``.
+        """
+        raise PersistenceError(f"{type(self).__name__} cannot follow a session", "UNSUPPORTED")
 
     async def fork(self, source_id: str, at_turn: int | None = None, *, id: str | None = None) -> LoadedSession:
         """Store a new session whose log is ``source_id``'s up to the end of turn ``at_turn``; return it.

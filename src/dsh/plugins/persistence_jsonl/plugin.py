@@ -160,6 +160,14 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             data = None if path is None else read_if_exists(path)
         return self._prefix(path, data)
 
+    def _mark(self, id: str) -> object:
+        path = self._find(id)
+        try:
+            stat = os.stat(path) if path is not None else None
+        except FileNotFoundError:  # removed between the lookup and the stat
+            stat = None
+        return None if stat is None else (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
     def _read_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
         path = log_path(self.root, cwd, id)
         with self._storage(f'reading session "{id}"'):
@@ -278,6 +286,10 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
     async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
         return await run_blocking(None, partial(self._read_live, id, cwd))
+
+    async def change_mark(self, id: str) -> object:
+        """The log file's identity, size and modification time (None when there is no file): a stat, no read."""
+        return await run_blocking(None, partial(self._mark, id))
 
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         await self._append(meta, events, materialized, sync=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import itertools
 import os
 import socket
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any, TypeAlias, cast
@@ -24,8 +25,11 @@ from dsh.core.persistence import (
     CoordinatedPersistence,
     PersistenceError,
     StoredPrefix,
+    continuing,
     cwd_of,
     data_text,
+    not_stored,
+    parse_event_rows,
     run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader
@@ -33,6 +37,9 @@ from dsh.kernel import Context
 from dsh.plugins.persistence_postgres.leases import Leases
 from dsh.plugins.persistence_postgres.schema import Statements, migrate
 from dsh.plugins.persistence_sqlite import scan_rows
+
+FOLLOW_RECHECK_S = 5.0
+"""How long a follower waits for a notification before it reads the log again anyway."""
 
 CONNECT_TIMEOUT_S = 10
 """How long opening a connection (or the pool's first one) may take before the hook fails."""
@@ -199,6 +206,7 @@ class SessionPersistencePostgres(CoordinatedPersistence):
                         error,
                     ) from error
             await cursor.executemany(self.sql.insert_event(), rows)
+            await cursor.execute(self.sql.notify(), (self.sql.channel, id))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         id = meta.id
@@ -211,11 +219,56 @@ class SessionPersistencePostgres(CoordinatedPersistence):
                     '%s: removed a torn tail of session "%s" (events from seq %d on)', self.where, id, torn_marker
                 )
             await cursor.executemany(self.sql.insert_event(), rows)
+            await cursor.execute(self.sql.notify(), (self.sql.channel, id))
 
     async def delete_stored(self, id: str) -> None:
         async with self._transaction(f'deleting session "{id}"') as db:
             await self.leases.fence(db, id)
             await db.execute(self.sql.delete_session(), (id,))
+            await db.execute(self.sql.notify(), (self.sql.channel, id))
+
+    async def read_after(self, id: str, after_seq: int) -> builtins.list[SessionEvent] | None:
+        """The rows above ``after_seq`` only (one indexed range read), up to the first unreadable one."""
+        async with self._transaction(f'reading session "{id}"') as db:
+            cursor = await db.execute(self.sql.select_session(), (id,))
+            if await cursor.fetchone() is None:
+                return None
+            cursor = await db.execute(self.sql.select_events_after(), (id, after_seq))
+            rows = cast(list[tuple[int, str, int, str]], await cursor.fetchall())
+        parsed = await run_blocking(None, partial(parse_event_rows, rows))
+        intact = list(itertools.takewhile(lambda item: not isinstance(item, Exception), parsed))
+        return continuing(cast(list[SessionEvent], intact), after_seq)
+
+    async def follow(self, id: str, after_seq: int = -1) -> AsyncGenerator[SessionEvent, None]:
+        """Follow ``id`` by ``LISTEN``: each committed write of it notifies (in its transaction), then it is read.
+
+        One connection of its own (outside the pool) listens on the store's channel
+        before the first read, so no commit falls between the read and the wait; the
+        log is also read again every :data:`FOLLOW_RECHECK_S` without a notification.
+        The guarantees are ``SessionPersistence.follow``'s.
+        """
+        with self._storage(f'following session "{id}"'):
+            listener = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+            )
+        try:
+            with self._storage(f'following session "{id}"'):
+                await listener.execute(f'LISTEN "{self.sql.channel}"')
+            last = after_seq
+            events = await self.read_after(id, last)
+            if events is None:
+                raise not_stored(id)
+            while events is not None:
+                for event in events:
+                    last = event.seq
+                    yield event
+                with self._storage(f'following session "{id}"'):
+                    async for note in listener.notifies(timeout=FOLLOW_RECHECK_S):
+                        if note.payload == id:
+                            break
+                events = await self.read_after(id, last)
+        finally:
+            await listener.close()
 
     async def list(self) -> builtins.list[SessionHeader]:
         async with self._transaction("listing sessions") as db:

@@ -93,6 +93,20 @@ class Statements:
     def select_events(self) -> str:
         return f"SELECT seq, type, time, data FROM {self.qualified}.events WHERE session_id = %s ORDER BY seq"
 
+    def select_events_after(self) -> str:
+        return (
+            f"SELECT seq, type, time, data FROM {self.qualified}.events WHERE session_id = %s AND seq > %s ORDER BY seq"
+        )
+
+    @property
+    def channel(self) -> str:
+        """The ``LISTEN/NOTIFY`` channel of this store: one per schema, the payload a session id."""
+        return "dsh_events_" + hashlib.sha256(self.schema.encode()).hexdigest()[:16]
+
+    def notify(self) -> str:
+        """Notify the followers of the session (payload) once the transaction commits."""
+        return "SELECT pg_notify(%s, %s)"
+
     def delete_tail(self) -> str:
         return f"DELETE FROM {self.qualified}.events WHERE session_id = %s AND seq >= %s"
 

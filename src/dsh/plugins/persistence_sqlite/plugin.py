@@ -232,6 +232,15 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
         return await self._run(f'reading session "{id}"', partial(self._read, id))
 
+    async def change_mark(self, id: str) -> object:
+        """``PRAGMA data_version`` (moves on another connection's commit) and this connection's own changes."""
+        return await self._run(f'polling session "{id}"', self._mark)
+
+    def _mark(self) -> object:
+        with self._storage("polling the database"):
+            (version,) = self.db.execute("PRAGMA data_version").fetchone()
+        return (version, self.db.total_changes)
+
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         rows = _rows(meta.id, events)
         await self._run(f'writing session "{meta.id}"', partial(self._write_batch, meta, rows, materialized))
