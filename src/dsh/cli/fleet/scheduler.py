@@ -8,8 +8,8 @@ A worker's death is Ray's ``RayActorError`` on every call that was in flight on 
 (Ray detects a dead process itself; nothing here polls). Each of those jobs goes back
 to the front of the queue as its next attempt, which another worker resumes from the
 log, and a replacement worker is started (at most ``workers`` replacements over the
-run). A task whose workers died :data:`MAX_ATTEMPTS` times, or that no worker is left
-to run, gets a result with ``error``. Ownership: every coroutine this starts is
+run, so a task that kills every worker running it ends the run: once no worker is
+left, every task still waiting gets a result with ``error``). Ownership: every coroutine this starts is
 awaited or cancelled before :func:`run_fleet` returns.
 """
 
@@ -23,9 +23,6 @@ from typing import Any
 
 from dsh.cli.fleet.tasks import BatchTask, TaskResult
 from dsh.cli.fleet.worker import Job, WorkerInfo
-
-MAX_ATTEMPTS = 3
-"""How many workers may die running one task before it is given up."""
 
 
 @dataclass
@@ -84,12 +81,7 @@ async def run_fleet(
     started: list[asyncio.Task[None]] = []
 
     def retry(job: Job) -> None:
-        assert isinstance(job.task.id, str)  # read_tasks names every task
-        if job.attempt >= MAX_ATTEMPTS:
-            error = f"gave up: {job.attempt} workers died running it"
-            run.finish(TaskResult(id=job.task.id, session_id=job.session_id, attempts=job.attempt, error=error))
-        else:
-            run.put(Job(task=job.task, session_id=job.session_id, attempt=job.attempt + 1), first=True)
+        run.put(Job(task=job.task, session_id=job.session_id, attempt=job.attempt + 1), first=True)
 
     def died(number: int, lost: int) -> None:
         nonlocal replacements
@@ -100,8 +92,9 @@ async def run_fleet(
             start(number + workers)
         elif run.live == 0:
             for job in run.queue:
-                assert isinstance(job.task.id, str)
-                run.finish(TaskResult(id=job.task.id, session_id=job.session_id, error="no worker left to run it"))
+                assert isinstance(job.task.id, str)  # read_tasks names every task
+                error = "no worker left to run it (every worker died)"
+                run.finish(TaskResult(id=job.task.id, session_id=job.session_id, attempts=job.attempt, error=error))
             run.queue.clear()
 
     async def worker(number: int) -> None:
