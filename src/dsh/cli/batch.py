@@ -73,32 +73,32 @@ async def run_batch(
         results_file = out.open("wb")
     except OSError as error:
         raise CliError(f"cannot write the results file {out}: {error.strerror or error}", 2) from error
-    ray = start_ray(args.ray_address, args.workers)
-    try:
-        actor = ray.remote(FleetWorker).options(num_cpus=1, max_concurrency=args.agents_per_worker, max_restarts=0)
-        environ = provider_environ(settings)
+    with results_file:
+        ray = start_ray(args.ray_address, args.workers)
+        try:
+            actor = ray.remote(FleetWorker).options(num_cpus=1, max_concurrency=args.agents_per_worker, max_restarts=0)
+            environ = provider_environ(settings)
 
-        def new_worker() -> Any:
-            return actor.remote(tree, environ, model=tree.model, system_prompt=settings.system_prompt)
-
-        with results_file, BatchProgress(len(tasks), sys.stderr) as progress:
+            def new_worker() -> Any:
+                return actor.remote(tree, environ, model=tree.model, system_prompt=settings.system_prompt)
 
             def on_result(result: TaskResult) -> None:
                 results_file.write(result_line(result))
                 results_file.flush()
                 progress.result(result)
 
-            return await run_fleet(
-                tasks,
-                new_worker=new_worker,
-                workers=args.workers,
-                per_worker=args.agents_per_worker,
-                on_result=on_result,
-                on_worker=progress.worker,
-                on_death=progress.death,
-            )
-    finally:
-        ray.shutdown()
+            with BatchProgress(len(tasks), sys.stderr) as progress:
+                return await run_fleet(
+                    tasks,
+                    new_worker=new_worker,
+                    workers=args.workers,
+                    per_worker=args.agents_per_worker,
+                    on_result=on_result,
+                    on_worker=progress.worker,
+                    on_death=progress.death,
+                )
+        finally:
+            ray.shutdown()
 
 
 def _paths(args: argparse.Namespace) -> tuple[Path, Path]:

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import re
 import signal
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsh.cli.main import amain
 from dsh.testing.wire import WireServer
 from tests.cli.fleet.cluster import NO_AUTH, RayCluster
 from tests.cli.fleet.conftest import respond
-from tests.cli.helpers import child_env, finish, log_of, spawn
+from tests.cli.helpers import log_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -55,41 +59,45 @@ def check_log(events: list[dict[str, Any]]) -> Counter[str]:
     )
 
 
-async def test_fifty_tasks_finish_when_a_worker_is_killed(ray_cluster: RayCluster, tmp_path: Path) -> None:
+class Watched(io.StringIO):
+    """A stand-in for stderr that wakes a waiter at every write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = asyncio.Event()
+
+    def write(self, text: str) -> int:
+        self.written.set()
+        return super().write(text)
+
+
+async def test_fifty_tasks_finish_when_a_worker_is_killed(
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """a SIGKILLed worker's tasks resume on another worker from their logs: 50 results, balanced logs, no re-run"""
     tasks = write_tasks(tmp_path, 50)
     home = tmp_path / "home"
     out = tmp_path / "results.jsonl"
+    stderr = Watched()
     async with WireServer(respond=respond) as server:
-        process = await spawn(
-            "batch",
-            str(tasks),
-            "--out",
-            str(out),
-            "--ray-address",
-            ray_cluster.address,
-            "--workers",
-            "2",
-            "--agents-per-worker",
-            "6",
-            env={**child_env(base_url=server.base_url, home=home), **NO_AUTH},
-            cwd=tmp_path,
-        )
-        assert process.stderr is not None
-        seen: list[str] = []
-        pids: list[tuple[int, int]] = []
-        while len(pids) < 2 or not any(re.search(r"batch: (\d+)/50", line) for line in seen):
-            line = (await process.stderr.readline()).decode()
-            assert line, "dsh batch ended early:\n" + "".join(seen)
-            seen.append(line)
-            if found := re.search(r"worker (\d+): pid (\d+)", line):
-                pids.append((int(found.group(1)), int(found.group(2))))
+        for name, value in {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": server.base_url, **NO_AUTH}.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(sys, "stderr", stderr)
+        argv = ["batch", str(tasks), "--out", str(out), "--sessions-root", str(home / "sessions")]
+        argv += ["--ray-address", ray_cluster.address, "--workers", "2", "--agents-per-worker", "6"]
+        batch = asyncio.ensure_future(amain(argv))
+        while len(pids := re.findall(r"worker (\d+): pid (\d+)", stderr.getvalue())) < 2 or not re.search(
+            r"batch: \d+/50", stderr.getvalue()
+        ):
+            assert not batch.done(), stderr.getvalue()
+            stderr.written.clear()
+            await stderr.written.wait()
         number, pid = pids[0]
-        os.kill(pid, signal.SIGKILL)
-        done = await finish(process)
-    stderr = "".join(seen) + done.stderr
-    assert done.status == 0, stderr
-    assert f"worker {number} died; resuming its" in stderr
+        os.kill(int(pid), signal.SIGKILL)
+        status = await batch
+    said = stderr.getvalue()
+    assert status == 0, said
+    assert f"worker {number} died; resuming its" in said
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(result["id"] for result in results) == sorted(f"t{n}" for n in range(50))
     assert {result["endReason"] for result in results} == {"completed"}

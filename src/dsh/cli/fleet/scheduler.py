@@ -36,6 +36,7 @@ class _Run:
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # the queue has a job, or the run ended
     done: asyncio.Event = field(default_factory=asyncio.Event)
     live: int = 0  # workers alive
+    failure: Exception | None = None  # what ended the run early (Ray refused to start a worker, say)
 
     def put(self, job: Job, *, first: bool = False) -> None:
         self.queue.insert(0, job) if first else self.queue.append(job)
@@ -71,6 +72,8 @@ async def run_fleet(
     ``new_worker()`` returns a new actor handle; ``on_result`` is called once per
     task as it finishes, ``on_worker(number, info)`` once each worker answers,
     ``on_death(number, jobs)`` when worker ``number`` died with ``jobs`` in flight.
+    An error starting or calling a worker other than its death (Ray refusing the
+    actor, say) ends the run: it is raised here once every coroutine has stopped.
     """
     from ray.exceptions import RayActorError
 
@@ -98,25 +101,28 @@ async def run_fleet(
             run.queue.clear()
 
     async def worker(number: int) -> None:
+        try:
+            await serve(number)
+        except Exception as error:
+            run.failure = error
+            run.done.set()
+            run.ready.set()
+
+    async def serve(number: int) -> None:
         handle = new_worker()
         in_flight: set[Job] = set()
         dead = asyncio.Event()
 
         async def slot() -> None:
             while not dead.is_set() and (job := await run.take()) is not None:
-                if dead.is_set():  # died while this slot waited: the job never reached it
-                    run.put(job, first=True)
-                    return
                 in_flight.add(job)
                 try:
                     result: TaskResult = await handle.run.remote(job)
-                except RayActorError:
+                except RayActorError:  # each slot puts its own job back: none is lost or doubled
+                    retry(job)
                     if not dead.is_set():
                         dead.set()
-                        lost = list(in_flight)
-                        for each in lost:
-                            retry(each)
-                        died(number, len(lost))
+                        died(number, len(in_flight))
                     return
                 finally:
                     in_flight.discard(job)
@@ -142,4 +148,6 @@ async def run_fleet(
         for each in started:
             each.cancel()
         await asyncio.gather(*started, return_exceptions=True)
+    if run.failure is not None:
+        raise run.failure
     return run.results

@@ -53,6 +53,11 @@ LOCK_RETRY_S = 0.5
 """Seconds between two attempts to resume a session another process still holds."""
 
 
+async def pause_for_lock() -> None:
+    """Wait :data:`LOCK_RETRY_S` before asking for a held session again."""
+    await asyncio.sleep(LOCK_RETRY_S)
+
+
 class Job(Struct, frozen=True, kw_only=True):
     """One attempt at a task: its session's id and which attempt this is (1: the first)."""
 
@@ -161,7 +166,7 @@ class FleetWorker:
         return TaskResult(
             id=task.id,
             session_id=session.id,
-            end_reason=UNSET if outcome is None else (variant_tag(outcome) or "unknown"),
+            end_reason=variant_tag(outcome) or UNSET,
             usage=usage.tokens,
             cost=usage.cost,
         )
@@ -183,4 +188,4 @@ class FleetWorker:
                     return await self._start(agents, Job(task=job.task, session_id=job.session_id), options)
                 if error.code != "SESSION_LOCKED" or time.monotonic() >= deadline:
                     raise
-            await asyncio.sleep(LOCK_RETRY_S)
+            await pause_for_lock()
