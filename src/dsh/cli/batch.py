@@ -80,7 +80,7 @@ async def run_batch(
             environ = provider_environ(settings)
 
             def new_worker() -> Any:
-                return actor.remote(tree, environ, model=tree.model, system_prompt=settings.system_prompt)
+                return actor.remote(tree, environ, system_prompt=settings.system_prompt)
 
             def on_result(result: TaskResult) -> None:
                 results_file.write(result_line(result))

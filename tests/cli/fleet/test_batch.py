@@ -83,7 +83,7 @@ async def test_when_every_worker_dies_the_tasks_left_get_an_error(
             )
 
         def broken() -> object:  # its __init__ fails in the worker: dict(None)
-            return actor.remote(None, None, model=None)
+            return actor.remote(None, None)
 
         seen: list[TaskResult] = []
         deaths: list[tuple[int, int]] = []

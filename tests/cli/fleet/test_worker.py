@@ -31,7 +31,7 @@ def new_worker(root: Path, server: WireServer, **options: float) -> FleetWorker:
     settings = Settings.from_args(namespace(sessions_root=str(root)))
     environ = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": server.base_url}
     tree = resolve_tree(settings)
-    return FleetWorker(tree, environ, model=tree.model, **options)
+    return FleetWorker(tree, environ, **options)
 
 
 def task(workspace: Path, name: str = "one", **fields: object) -> BatchTask:

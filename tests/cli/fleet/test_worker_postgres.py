@@ -31,7 +31,7 @@ async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WireServer]:
 def new_worker(url: str, server: WireServer, lock_wait_s: float) -> FleetWorker:
     tree = resolve_tree(Settings.from_args(namespace(store=url)))
     environ = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": server.base_url}
-    return FleetWorker(tree, environ, model=tree.model, lock_wait_s=lock_wait_s)
+    return FleetWorker(tree, environ, lock_wait_s=lock_wait_s)
 
 
 async def test_a_leased_session_is_refused_then_resumed_once_its_holder_lets_go(

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import msgspec
 from msgspec import UNSET, Struct
 
-from dsh.cli.agent import turn_outcome
+from dsh.cli.agent import agent_model, turn_outcome
 from dsh.cli.boot import booted
 from dsh.cli.fleet.tasks import BatchTask, TaskResult
 from dsh.cli.limits import TurnBudget
@@ -77,8 +77,9 @@ class FleetWorker:
     """Runs jobs as agents of one booted tree (see the module docstring).
 
     ``environ`` is set in the process before the tree boots (the provider's key and
-    base URL, which the adapters read from the environment). ``model`` is the agent's
-    model unless a task names one. ``lock_wait_s`` bounds how long a resume waits for
+    base URL, which the adapters read from the environment). A task's agent asks the
+    task's model, else the tree's (``--model`` or the profile's), else the first one the
+    tree serves. ``lock_wait_s`` bounds how long a resume waits for
     a dead writer's lock. Jobs run concurrently; :meth:`close` disposes the tree
     (flushing every log) and is idempotent.
     """
@@ -88,13 +89,11 @@ class FleetWorker:
         tree: Tree,
         environ: Mapping[str, str],
         *,
-        model: str | None,
         system_prompt: str | None = None,
         lock_wait_s: float = 60.0,
     ) -> None:
         self.tree = tree
         self.environ = dict(environ)
-        self.model = model
         self.system_prompt = system_prompt or DEFAULT_SYSTEM_PROMPT
         self.lock_wait_s = lock_wait_s
         self._stack = contextlib.AsyncExitStack()
@@ -141,7 +140,7 @@ class FleetWorker:
     async def _drive(self, ctx: Context, job: Job) -> TaskResult:
         task = job.task
         assert isinstance(task.id, str)  # read_tasks names every task
-        model = task.model or self.model
+        model = task.model or agent_model(ctx, self.tree)
         options = AgentOptions(model=model, system_prompt=self.system_prompt, max_steps=task.max_steps or None)
         agents = ctx[AGENTS]
         try:
