@@ -143,6 +143,7 @@ FROZEN: dict[str, list[str]] = {
         "run_tool_calls",
     ],
     "dsh.cli": ["amain", "build_parser", "main"],
+    "dsh.cli.fleet": [],
     "dsh.core": [],
     "dsh.core.agent": [
         "AGENTS",

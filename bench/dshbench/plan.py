@@ -24,6 +24,9 @@ class Plan:
     concurrent_agents: int
     concurrent_turns: int
     acp_chunks: int
+    batch_tasks: int = 200
+    stream_agents: int = 1_000
+    stream_chunks: int = 100
     project: Path = PROJECT
 
     @classmethod
@@ -57,6 +60,9 @@ class Plan:
             concurrent_agents=100,
             concurrent_turns=1,
             acp_chunks=1_000,
+            batch_tasks=50,
+            stream_agents=200,
+            stream_chunks=40,
         )
 
     def with_runs(self, runs: int | None) -> Plan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 import struct
@@ -22,7 +23,9 @@ from dsh.testing.wire import (
     RawBytes,
     RawResponse,
     ReasoningDelta,
+    RecordedRequest,
     Reply,
+    SentAt,
     Silence,
     TextDelta,
     ToolCallDelta,
@@ -30,6 +33,7 @@ from dsh.testing.wire import (
     WireServer,
     api_error,
     long_reply,
+    sent_at_stamps,
     text_reply,
     tool_call,
 )
@@ -402,3 +406,37 @@ async def test_lifecycle_errors_name_the_fix() -> None:
     async with server:
         with pytest.raises(RuntimeError, match="already started"):
             await server.start()
+
+
+async def test_respond_answers_each_request_from_its_conversation() -> None:
+    """a respond callable replaces the script: each answer is chosen from the request it answers"""
+
+    def respond(request: RecordedRequest) -> Entry:
+        return text_reply(f"you said {request.json['messages'][-1]['content']}")
+
+    async with WireServer(respond=respond) as server, httpx.AsyncClient() as client:
+        answers = [
+            events((await post(client, server, json={"messages": [{"content": word}]})).content) for word in ("a", "b")
+        ]
+    assert [answer[0]["choices"][0]["delta"]["content"] for answer in answers] == ["you said a", "you said b"]
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+async def test_pace_spaces_the_events_and_sent_at_stamps_each_one(framing: str) -> None:
+    """with pace, events leave one per interval; SentAt holds the clock at sending, read back by sent_at_stamps"""
+    reply = Reply([SentAt(), SentAt(), SentAt(), Finish()], framing=framing)  # type: ignore[arg-type]
+    async with WireServer([reply, reply], pace=0.02) as server, httpx.AsyncClient() as client:
+        bodies = [(await post(client, server)).content for _ in range(2)]
+    for body in bodies:
+        text = "".join(event["choices"][0]["delta"].get("content", "") for event in events(body)[:-1])
+        stamps = sent_at_stamps(text)
+        assert len(stamps) == 3
+        gaps = [later - earlier for earlier, later in itertools.pairwise(stamps)]
+        assert all(gap >= 15_000_000 for gap in gaps)  # 20 ms apart, less the clock's grain
+
+
+def test_unpaced_sent_at_is_stamped_once_with_the_body() -> None:
+    """an unpaced reply renders its stamps once: the cached body is reused as it is"""
+    reply = Reply([SentAt()])
+    assert reply.body == reply.body
+    assert b"[DONE]" in reply.body

@@ -6,6 +6,7 @@ from typing import Any, TypeAlias
 from dshbench.jobs.agents import idle_agents_job
 from dshbench.jobs.checks import BenchRunError
 from dshbench.jobs.storage import EVENTS_PER_TURN, append_rate_job, resume_job
+from dshbench.jobs.streaming import bare_streaming_job, streaming_job
 from dshbench.jobs.turns import chunks_job, concurrent_job, turn_job
 from dshbench.probe import Probe
 
@@ -17,6 +18,8 @@ JOBS: dict[str, Job] = {
     "concurrent": concurrent_job,
     "idle-agents": idle_agents_job,
     "resume": resume_job,
+    "streaming": streaming_job,
+    "streaming-bare": bare_streaming_job,
     "turn": turn_job,
 }
 

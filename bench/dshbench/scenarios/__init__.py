@@ -5,7 +5,7 @@ from typing import TypeAlias
 
 from dshbench.metrics import Metric
 from dshbench.plan import Plan
-from dshbench.scenarios import acp, chunks, cold_start, persistence, scale, steps
+from dshbench.scenarios import acp, chunks, cold_start, fleet, persistence, scale, steps
 
 Scenario: TypeAlias = Callable[[Plan], Awaitable[list[Metric]]]
 
@@ -16,6 +16,7 @@ SCENARIOS: dict[str, Scenario] = {
     "persistence": persistence.run,
     "scale": scale.run,
     "acp": acp.run,
+    "fleet": fleet.run,
 }
 
 __all__ = ["SCENARIOS", "Scenario"]

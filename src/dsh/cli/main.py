@@ -73,6 +73,7 @@ COMMANDS: dict[str, str] = {
     "sessions": "dsh.cli.sessions",
     "config": "dsh.cli.show_config",
     "doctor": "dsh.cli.doctor",
+    "batch": "dsh.cli.batch",
 }
 """Each subcommand's module; it defines ``async def command(args) -> int``."""
 
@@ -297,6 +298,33 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("id", metavar="ID")
     remove = actions.add_parser("rm", parents=[shared], help="delete a session")
     remove.add_argument("id", metavar="ID")
+
+    batch = commands.add_parser(
+        "batch",
+        parents=[shared],
+        help="run a file of tasks (one JSON object a line) on a Ray cluster; one result line per task",
+        description="Run each task of TASKS (JSONL: prompt, workspace, optional id, model, maxSteps, maxTurns) as "
+        "one agent turn on a Ray cluster, and write one JSON result line per task to --out. A worker that dies "
+        "has its tasks resumed from their logs by another. Needs Ray: pip install 'dsh[ray]'.",
+        epilog="exit status: 0 every task completed, 1 some did not (see --out), 2 a bad task file or usage",
+    )
+    batch.add_argument("tasks", metavar="TASKS", help="the task file (JSONL)")
+    batch.add_argument("--out", metavar="RESULTS", required=True, help="the results file (JSONL, overwritten)")
+    batch.add_argument(
+        "--workers", type=positive_int, default=2, metavar="N", help="worker processes (Ray actors) to run (default 2)"
+    )
+    batch.add_argument(
+        "--agents-per-worker",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="agents each worker runs at once (default 8)",
+    )
+    batch.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="join this Ray cluster (host:port, or auto) instead of starting a local one for the run",
+    )
 
     config = commands.add_parser(
         "config",

@@ -19,8 +19,15 @@ Script entries:
 * :class:`RawResponse` -- arbitrary bytes as the whole answer, then the connection closes.
 
 Entries are answered in order; with ``repeat=True`` the script starts over when it runs
-out, otherwise an exhausted script answers 500 with a message saying so. Helpers build
+out, otherwise an exhausted script answers 500 with a message saying so. A ``respond``
+callable (``RecordedRequest -> Entry``) answers each chat request instead of the script,
+for replies that depend on the conversation (many agents sharing one server). Helpers build
 common replies: :func:`text_reply`, :func:`tool_call`, :func:`long_reply`.
+
+``pace`` (seconds, default 0) paces a streamed reply like a real provider: the head and the
+first event go out at once, then one event every ``pace`` seconds (``pace=0.05`` is 20
+chunks a second). :class:`SentAt` is a text delta holding the server's clock when it is sent,
+to measure the delay from the wire to a client's log.
 
 The server never raises because a client misbehaves: a disconnect at any point just
 ends that connection, and a malformed request gets a 400 naming the problem (then the
@@ -32,8 +39,10 @@ the connections still open; :meth:`WireServer.wait_for_connections` and
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from http import HTTPStatus
@@ -186,7 +195,25 @@ class RawBytes:
         return self.data
 
 
-StreamEvent: TypeAlias = Usage | TextDelta | ReasoningDelta | ToolCallDelta | Finish | Raw | RawBytes
+@dataclass(frozen=True)
+class SentAt:
+    """A ``delta.content`` fragment ``"<ns> "``: ``time.time_ns()`` when the event is written.
+
+    A paced server (``pace > 0``) renders it as it sends it; an unpaced one when the
+    reply's body is first rendered (then reused). :func:`sent_at_stamps` reads the
+    stamps back from the text a client assembled.
+    """
+
+    def sse(self) -> bytes:
+        return TextDelta(f"{time.time_ns()} ").sse()
+
+
+def sent_at_stamps(text: str) -> list[int]:
+    """The ``time.time_ns()`` stamps that :class:`SentAt` deltas put into ``text``, in order."""
+    return [int(word) for word in text.split()]
+
+
+StreamEvent: TypeAlias = SentAt | Usage | TextDelta | ReasoningDelta | ToolCallDelta | Finish | Raw | RawBytes
 Ending: TypeAlias = Literal["done", "end", "cut", "stall"]
 Framing: TypeAlias = Literal["chunked", "close"]
 
@@ -211,13 +238,19 @@ class Reply:
     @cached_property
     def body(self) -> bytes:
         """The body bytes as framed on the wire (rendered once, then reused)."""
-        parts = [event.sse() for event in self.events]
-        if self.ending == "done":
-            parts.append(_sse("[DONE]"))
-        if self.framing == "close":
-            return b"".join(parts)
-        framed = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts if part)
-        return framed + b"0\r\n\r\n" if self.reusable else framed
+        return b"".join(self.frames())
+
+    def frames(self) -> Iterator[bytes]:
+        """The body as framed on the wire, one piece per event (rendered as it is taken), then the end."""
+        chunked = self.framing == "chunked"
+        done = (_sse("[DONE]"),) if self.ending == "done" else ()
+        for part in itertools.chain((event.sse() for event in self.events), done):
+            if not chunked:
+                yield part
+            elif part:
+                yield b"%x\r\n%s\r\n" % (len(part), part)
+        if chunked and self.reusable:
+            yield b"0\r\n\r\n"
 
 
 @dataclass(frozen=True)
@@ -424,9 +457,18 @@ class WireServer:
     including stalled ones, and waits for them. The server is owned by one event loop.
     """
 
-    def __init__(self, script: Iterable[Entry] = (), *, repeat: bool = False) -> None:
+    def __init__(
+        self,
+        script: Iterable[Entry] = (),
+        *,
+        repeat: bool = False,
+        respond: Callable[[RecordedRequest], Entry] | None = None,
+        pace: float = 0.0,
+    ) -> None:
         self.script: list[Entry] = list(script)
         self.repeat = repeat
+        self.respond = respond
+        self.pace = pace
         self.requests: list[RecordedRequest] = []
         self.open_connections = 0
         self.total_connections = 0
@@ -565,7 +607,7 @@ class WireServer:
         if request.method != "POST" or not request.path.endswith(_ROUTE):
             message = f"wire server: no route for {request.method} {request.path}; POST <base_url>{_ROUTE}"
             return await self._send_error(writer, 404, message, keep=keep)
-        entry = self._next_entry()
+        entry = self._next_entry() if self.respond is None else self.respond(request)
         if entry is None:
             message = (
                 f"wire server: script exhausted: request #{self._chat_requests} but the script has "
@@ -615,8 +657,18 @@ class WireServer:
             headers.append(("transfer-encoding", "chunked"))
         else:
             headers.append(("connection", "close"))
-        writer.write(_head(200, headers) + reply.body)
-        await writer.drain()
+        if self.pace > 0:
+            writer.write(_head(200, headers))
+            frames = reply.frames()
+            frame = next(frames, b"")  # rendered as it is sent: a SentAt stamps the moment it leaves
+            while frame:
+                writer.write(frame)
+                await writer.drain()
+                await asyncio.sleep(self.pace)
+                frame = next(frames, b"")
+        else:
+            writer.write(_head(200, headers) + reply.body)
+            await writer.drain()
         if reply.ending == "stall":
             await _wait_for_disconnect(reader)
         return keep and reply.reusable
@@ -637,6 +689,7 @@ __all__ = [
     "ReasoningDelta",
     "RecordedRequest",
     "Reply",
+    "SentAt",
     "Silence",
     "StreamEvent",
     "TextDelta",
@@ -645,6 +698,7 @@ __all__ = [
     "WireServer",
     "api_error",
     "long_reply",
+    "sent_at_stamps",
     "text_reply",
     "tool_call",
 ]

@@ -1,0 +1,106 @@
+"""Scale job: many agents streaming at once in one process, from a paced wire server.
+
+Each agent sends one prompt; the wire server (in the parent process) answers every
+request with ``chunks`` :class:`~dsh.testing.wire.SentAt` deltas paced at its
+``pace`` (20 a second), so all the streams are open together. A ``session/event``
+listener reads each logged text delta's stamps: the delay of a chunk is the time
+from the server writing it to the event being in the session log. The delays are
+reported over the whole run (the start, where 1,000 requests, connections and new
+logs are set up at once, included) and over the steady part: the chunks sent after
+the last stream's first chunk was logged, while every stream is open. The DeepSeek
+adapter gets a connection pool without a cap (its shipped session allows 100
+connections, which would queue the other 900 streams: see ``docs/scaling.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from typing import Any
+
+from dsh.adapters.deepseek import DeepSeekAdapter
+from dsh.agent_loop import AGENT_LOOP
+from dsh.core.agent import AgentOptions
+from dsh.core.llm import LLM, TextDeltaChunk, text
+from dsh.core.session import SESSION_EVENT, AssistantChunkEvent, Session, SessionEvent
+from dsh.testing.wire import sent_at_stamps
+from dshbench.probe import Probe, peak_rss_kb
+from dshbench.stack import MODEL, StackOptions, boot
+
+
+async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """``agents`` agents stream one answer each at once; CPU per second of streaming and the worst chunk delay."""
+    import aiohttp
+
+    chunks: list[tuple[int, int]] = []  # (sent, delay) in ns
+    first: dict[str, int] = {}  # when each session logged its first chunk
+
+    def on_event(session: Session, event: SessionEvent) -> None:
+        if type(event) is AssistantChunkEvent and type(event.data.chunk) is TextDeltaChunk:
+            now = time.time_ns()
+            first.setdefault(session.id, now)
+            chunks.extend((stamp, now - stamp) for stamp in sent_at_stamps(event.data.chunk.text))
+
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
+        options = StackOptions(persistence="jsonl", store=scratch, invariants=False, bash=False)
+        ctx = await boot(options)
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        adapter = DeepSeekAdapter("bench-key", params["baseUrl"], models=[MODEL], session=session)
+        try:
+            ctx[LLM].register_adapter([MODEL], adapter)
+            ctx.on(SESSION_EVENT, on_event)
+            loop = ctx[AGENT_LOOP]
+            agents = [loop.create(f"agent-{n}", AgentOptions(model=MODEL)) for n in range(params["agents"])]
+            with probe.region() as span:
+                for agent in agents:
+                    agent.send([text("stream")])
+                await asyncio.gather(*(agent.when_idle() for agent in agents))
+        finally:
+            await ctx.dispose()
+            await session.close()
+    everyone = max(first.values())  # from here on, every stream is open at once
+    delays = sorted(delay for _, delay in chunks)
+    steady = sorted(delay for sent, delay in chunks if sent >= everyone) or [0]
+    return {
+        "cpu": span.cpu,
+        "wall": span.wall,
+        "chunks": len(delays),
+        "worstDelayMs": delays[-1] / 1e6,
+        "p99DelayMs": delays[int(len(delays) * 0.99)] / 1e6,
+        "steadyChunks": len(steady),
+        "steadyWorstDelayMs": steady[-1] / 1e6,
+        "steadyP99DelayMs": steady[int(len(steady) * 0.99)] / 1e6,
+        "peakRssKB": peak_rss_kb(),
+    }
+
+
+async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """The same streams read by a bare aiohttp client (no dsh): the floor the machine and the server set."""
+    import json
+
+    import aiohttp
+
+    chunks: list[int] = []
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "stream"}], "stream": True}
+
+    async def read(session: aiohttp.ClientSession) -> None:
+        async with session.post(params["baseUrl"] + "/chat/completions", json=body) as response:
+            async for line in response.content:
+                if line.startswith(b"data: {"):
+                    delta = json.loads(line[6:])["choices"]
+                    now = time.time_ns()
+                    if delta and delta[0]["delta"].get("content"):
+                        chunks.extend(now - stamp for stamp in sent_at_stamps(delta[0]["delta"]["content"]))
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        with probe.region() as span:
+            await asyncio.gather(*(read(session) for _ in range(params["agents"])))
+    chunks.sort()
+    return {
+        "cpu": span.cpu,
+        "wall": span.wall,
+        "chunks": len(chunks),
+        "worstDelayMs": chunks[-1] / 1e6,
+        "p99DelayMs": chunks[int(len(chunks) * 0.99)] / 1e6,
+    }

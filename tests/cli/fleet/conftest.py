@@ -1,0 +1,33 @@
+"""Fixtures of the fleet tests: one local Ray cluster per test process, a scripted provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from dsh.testing.wire import Entry, Finish, RecordedRequest, Reply, Usage, text_reply, tool_call
+from tests.cli.fleet.cluster import RayCluster
+
+TOOL_COMMAND = "sleep 0.3; echo ran >> ran.txt"
+"""What every scripted task runs once: a short pause, then a line in its workspace's ran.txt."""
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """A 2-CPU local Ray cluster shared by the tests of this process (each xdist worker has its own)."""
+    cluster = RayCluster(cpus=2)
+    yield cluster
+    cluster.stop()
+
+
+def respond(request: RecordedRequest) -> Entry:
+    """Each task: first a bash call (its id from the task's prompt), then, once a tool result is in, an answer."""
+    messages = request.json["messages"]
+    if any(message["role"] == "tool" for message in messages):
+        return text_reply("done", usage=Usage(20, 2))
+    prompt = next(message["content"] for message in messages if message["role"] == "user")
+    call_id = "call-" + prompt.replace(" ", "-")
+    arguments = json.dumps({"command": TOOL_COMMAND})
+    return Reply([*tool_call(0, call_id, "bash", arguments), Finish("tool_calls", Usage(10, 5))])

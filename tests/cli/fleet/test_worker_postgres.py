@@ -1,0 +1,67 @@
+"""Fleet workers sharing a PostgreSQL store: a session's lease decides which worker may resume it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from dsh.cli.fleet import worker as worker_module
+from dsh.cli.fleet.tasks import BatchTask
+from dsh.cli.fleet.worker import FleetWorker, Job
+from dsh.cli.profile import resolve_tree
+from dsh.cli.settings import Settings
+from dsh.testing.wire import WireServer
+from tests.cli.fleet.conftest import respond
+from tests.cli.helpers import namespace
+from tests.plugins.persistence_postgres.cluster import Cluster
+from tests.plugins.persistence_postgres.conftest import cluster  # noqa: F401 - the private PostgreSQL server
+
+
+@pytest.fixture
+async def server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WireServer]:
+    async with WireServer(respond=respond) as wire:
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", wire.base_url)
+        yield wire
+
+
+def new_worker(url: str, server: WireServer, lock_wait_s: float) -> FleetWorker:
+    tree = resolve_tree(Settings.from_args(namespace(store=url)))
+    environ = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": server.base_url}
+    return FleetWorker(tree, environ, lock_wait_s=lock_wait_s)
+
+
+async def test_a_leased_session_is_refused_then_resumed_once_its_holder_lets_go(
+    cluster: Cluster,  # noqa: F811 - the fixture imported above
+    server: WireServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """the worker holding the lease keeps others out (SESSION_LOCKED); when it ends, another resumes the session"""
+    url = cluster.url()
+    session_id = f"pg-{uuid.uuid4()}"
+    job = Job(task=BatchTask(id="t", prompt="task pg", workspace=str(tmp_path)), session_id=session_id)
+    holder = new_worker(url, server, 0)
+    refused = new_worker(url, server, 0)
+    waiting = new_worker(url, server, 60)
+
+    async def release() -> None:  # the pause (a clock) ends once the holder has let go of its leases
+        await holder.close()
+
+    monkeypatch.setattr(worker_module, "pause_for_lock", release)
+    try:
+        first = await holder.run(job)
+        locked = await refused.run(Job(task=job.task, session_id=session_id, attempt=2))
+        asked = len(server.requests)
+        resumed = await waiting.run(Job(task=job.task, session_id=session_id, attempt=2))
+    finally:
+        await holder.close()
+        await refused.close()
+        await waiting.close()
+    assert first.end_reason == "completed"
+    assert locked.error
+    assert locked.error.startswith("[SESSION_LOCKED]")
+    assert (resumed.end_reason, resumed.attempts, len(server.requests)) == ("completed", 2, asked)
