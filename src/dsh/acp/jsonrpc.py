@@ -21,6 +21,11 @@ controls what the reference clients compare: error texts (a deliberate error has
   :class:`RequestError` at debug level). A notification method sent
   as a request (with an id) runs its handler and is answered: ``null``, or its error.
   Every request is answered exactly once.
+* **Requests to the client.** :meth:`JsonRpcConnection.request` sends a request (ids
+  ``0, 1, ...``, a space apart from the client's) and waits for its response: a result
+  is returned, an error response raises :class:`RequestError`, and the end of the
+  connection raises ``ConnectionError``. Cancelling the caller forgets the request (a
+  late answer is then ignored, like any response nobody waits for).
 * **Lifetime.** :meth:`JsonRpcConnection.start` begins reading. At end of input the
   requests already received finish and are answered first; then the connection runs
   ``on_close``, waits for what is still running, and closes the transport.
@@ -145,6 +150,9 @@ class JsonRpcConnection:
         self._reader: asyncio.Task[None] | None = None
         self._runner: asyncio.Task[None] | None = None
         self._aborted = asyncio.Event()
+        self._outgoing: dict[int, asyncio.Future[Any]] = {}
+        self._next_id = 0
+        self._ended = False
 
     # ---------------------------------------------------------------- lifetime
     def start(self) -> None:
@@ -196,6 +204,7 @@ class JsonRpcConnection:
 
     async def _serve(self, reader: asyncio.Task[None]) -> None:
         await asyncio.wait({reader})
+        self._end_requests()
         await self._drain()  # end of input: what was asked is still answered
         if self._on_close is not None:
             try:
@@ -209,6 +218,13 @@ class JsonRpcConnection:
         except Exception as error:
             self._logger.warn("acp: closing the transport failed: %s", error)
 
+    def _end_requests(self) -> None:
+        """No response can arrive any more: fail every request still waiting for one."""
+        self._ended = True
+        outgoing, self._outgoing = self._outgoing, {}
+        for future in outgoing.values():
+            future.set_exception(ConnectionError("the client closed the connection"))
+
     # ----------------------------------------------------------------- writing
     def _write(self, frame: Mapping[str, Any]) -> None:
         self._transport.write_line(encode_frame(frame))
@@ -216,6 +232,45 @@ class JsonRpcConnection:
     def notify(self, method: str, params: Any) -> None:
         """Send a notification now (enqueued in order); raises if it cannot be written."""
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send a request to the client and return its result (see the module docstring).
+
+        Raises :class:`RequestError` for an error response, ``ConnectionError`` when the
+        connection has ended (or ends first) or the frame cannot be written.
+        """
+        if self._ended:
+            raise ConnectionError("the client closed the connection")
+        request_id = self._next_id
+        self._next_id += 1
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._outgoing[request_id] = answer
+        try:
+            self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            await asyncio.wait({answer})
+        finally:
+            self._outgoing.pop(request_id, None)
+        return answer.result()
+
+    def _answered(self, message: dict[str, Any]) -> None:
+        """A response from the client: settle the request waiting for it (if any still does)."""
+        answer = self._outgoing.pop(message["id"], None) if _valid_id(message["id"]) else None
+        if answer is None:
+            self._logger.debug("acp: ignoring a response to id %s: no request waits for it", message["id"])
+        elif "error" in message:
+            error = message["error"]
+            if not isinstance(error, dict):
+                error = {}
+            code, text = error.get("code"), error.get("message")
+            answer.set_exception(
+                RequestError(
+                    code if isinstance(code, int) else INTERNAL_ERROR,
+                    text if isinstance(text, str) else "the client answered with an error",
+                    error.get("data", _NO_DATA),
+                )
+            )
+        else:
+            answer.set_result(message["result"])
 
     def _send_error(self, request_id: Any, error: RequestError) -> None:
         try:
@@ -252,7 +307,7 @@ class JsonRpcConnection:
         method = message.get("method")
         has_id = "id" in message
         if method is None and has_id and ("result" in message or "error" in message):
-            self._logger.debug("acp: ignoring a response to id %s: the bridge sends no requests", message["id"])
+            self._answered(message)
             return
         if not isinstance(method, str) or (has_id and not _valid_id(message["id"])):
             self._invalid(message)
