@@ -186,18 +186,13 @@ class SessionExtras:
         extra = self._extras.get(agent.session.id)
         if extra is None or extra.unlogged_model is None:
             return
-        record = self._record_of(agent.session.id)
-        if record is None or record.agent is not agent:
-            return
         model, extra.unlogged_model = extra.unlogged_model, None
         agent.session.append(ModelSelectEvent, ModelSelectData(model))
 
     # ------------------------------------------------------------------- usage
     def on_usage(self, record: SessionRecord, event: UsageEvent) -> None:
         """Count a live session's step and send its ``usage_update`` (when the window is known)."""
-        extra = self._extras.get(record.session_id)
-        if extra is None:
-            return
+        extra = self._extras[record.session_id]  # set up when the session was registered
         extra.tally.add(event.data.usage)
         update = extra.tally.update(record.agent.options.model, self._windows)
         if update is not None:
