@@ -101,7 +101,8 @@ async def chat(
             view = TerminalView(root, agent, console if console is not None else Console())
             view.welcome(banner)
             output = _Discard()
-        runtime = StdioRuntime(input=read_lines(in_fd), output=output, exit=finish)
+        notice = view.notice if view is not None else None  # command replies
+        runtime = StdioRuntime(input=read_lines(in_fd), output=output, exit=finish, notice=notice)
         config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not os.isatty(in_fd)}
 
         def start(ctx: Context, _raw: Any) -> Any:

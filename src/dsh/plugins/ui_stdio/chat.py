@@ -91,13 +91,15 @@ class StdioRuntime:
     must then release what it holds; :func:`~dsh.plugins.ui_stdio.lines.read_lines`
     does). ``output`` receives rendered text. ``exit`` is called with 0 from a timer
     callback when the chat decides to end the process. ``timer`` schedules that call
-    (None: the running loop's ``call_later``).
+    (None: the running loop's ``call_later``). ``notice`` shows a command's reply and the
+    prompt after it (None: both are written to ``output``).
     """
 
     input: AsyncIterable[str]
     output: TextSink
     exit: Callable[[int], object]
     timer: Timer | None = None
+    notice: Callable[[str], None] | None = None
 
 
 def chat_config(config: StdioChatConfig | Mapping[str, Any] | None) -> StdioChatConfig:
@@ -142,12 +144,20 @@ class _StdioChat:
         self.exit_timer: TimerHandle | None = None
         self.waiting: deque[str] = deque()  # oneTurnPerLine: lines not sent yet
         self.in_turn = False  # oneTurnPerLine: a sent line's turn has not ended yet
-        self.commands = ChatCommands(ctx, self.write, lambda: self.agents.get(self.config.agent), self.maybe_exit)
+        self.commands = ChatCommands(ctx, self.show, lambda: self.agents.get(self.config.agent), self.maybe_exit)
 
     def write(self, piece: str) -> None:
         output = self.runtime.output
         output.write(piece)
         output.flush()
+
+    def show(self, message: str | None) -> None:
+        """A command's reply (None: none), then the prompt."""
+        notice = self.runtime.notice
+        if notice is None:
+            self.write(PROMPT if message is None else f"{message}\n{PROMPT}")
+        elif message is not None:
+            notice(message)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Generator[Disposer, None, None]:
@@ -194,7 +204,7 @@ class _StdioChat:
     # -------------------------------------------------------------------- input
     def on_line(self, line: str) -> None:
         content = line.strip()
-        if not content or self.disposed or self.commands.dispatch(content, PROMPT):
+        if not content or self.disposed or self.commands.dispatch(content):
             return
         if self.config.one_turn_per_line:
             self.waiting.append(content)

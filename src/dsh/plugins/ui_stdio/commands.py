@@ -28,18 +28,19 @@ def help_text(commands: tuple[Command, ...]) -> str:
 
 
 class ChatCommands:
-    """The chat's command runner: ``write`` prints, ``agent`` gives the target agent (or None),
-    ``on_done`` runs after each command (the chat may exit then)."""
+    """The chat's command runner: ``show`` prints a reply (None: no reply) and the prompt after it,
+    ``agent`` gives the target agent (or None), ``on_done`` runs after each command (the chat may
+    exit then)."""
 
     def __init__(
         self,
         ctx: Context,
-        write: Callable[[str], None],
+        show: Callable[[str | None], None],
         agent: Callable[[], object | None],
         on_done: Callable[[], None],
     ) -> None:
         self._ctx = ctx
-        self._write = write
+        self._show = show
         self._agent = agent
         self._on_done = on_done
         self._last: asyncio.Task[None] | None = None
@@ -50,13 +51,8 @@ class ChatCommands:
         last = self._last
         return last is not None and not last.done() and last is not asyncio.current_task()
 
-    async def wait(self) -> None:
-        """Return once every command dispatched so far has finished."""
-        if self._last is not None:
-            await asyncio.wait({self._last})
-
-    def dispatch(self, line: str, prompt: str) -> bool:
-        """Run ``line`` when it is a command (then True; ``prompt`` is printed after its reply)."""
+    def dispatch(self, line: str) -> bool:
+        """Run ``line`` when it is a command (then True)."""
         registry = self._ctx.get(COMMANDS)
         if registry is None:
             return False
@@ -65,19 +61,23 @@ class ChatCommands:
             parsed = parse_command_line(line)
             if parsed is None or parsed[0] != "help":
                 return False
-            self._write(help_text(registry.list()) + "\n" + prompt)
-            return True
         previous = self._last
-        self._last = self._ctx.spawn(self._run(previous, call, prompt), f"chat command /{call.command.name}")
+        name = call.command.name if call is not None else "help"
+        self._last = self._ctx.spawn(self._run(previous, call, registry.list()), f"chat command /{name}")
         return True
 
-    async def _run(self, previous: asyncio.Task[None] | None, call: CommandCall, prompt: str) -> None:
+    async def _run(
+        self, previous: asyncio.Task[None] | None, call: CommandCall | None, commands: tuple[Command, ...]
+    ) -> None:
         if previous is not None:
             await asyncio.wait({previous})
-        try:
-            reply = await call.command.handler(self._agent(), call.args)
-        except Exception as error:
-            self._write(f"/{call.command.name} failed: {error}\n{prompt}")
+        if call is None:
+            self._show(help_text(commands))
         else:
-            self._write(f"{reply}\n{prompt}" if reply else prompt)
+            try:
+                reply = await call.command.handler(self._agent(), call.args)
+            except Exception as error:
+                self._show(f"/{call.command.name} failed: {error}")
+            else:
+                self._show(reply or None)
         self._on_done()
