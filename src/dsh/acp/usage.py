@@ -60,5 +60,5 @@ class UsageTally:
         update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": self.used, "size": size}
         price = DEFAULT_PRICES.get(model)
         if price is not None:
-            update["cost"] = {"amount": cost_of(self.tokens, price), "currency": "USD"}
+            update["cost"] = {"amount": round(cost_of(self.tokens, price), 10), "currency": "USD"}
         return update
