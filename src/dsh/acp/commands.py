@@ -1,13 +1,13 @@
 """Slash commands over ACP: ``available_commands_update`` and prompts that run a command.
 
 With the ``commands`` service in the tree, every session is told the registered
-commands (``available_commands_update``) once it is opened and again whenever the set
-changes (``commands/change``). A ``session/prompt`` whose text is ``/name [args]`` for a
-registered command runs that command's handler instead of a turn: nothing is logged or
-sent to the model, the handler's reply (if any) comes back as one
-``agent_message_chunk``, and the prompt answers ``end_turn``. A handler that raises
-fails the prompt with ``-32603`` naming the command. Any other ``/text`` (an unknown
-command) is an ordinary prompt, as before.
+commands (``available_commands_update``) once it is opened (when there are any) and
+again whenever the set changes (``commands/change``, an empty set included). A
+``session/prompt`` whose text is ``/name [args]`` for a registered command runs that
+command's handler instead of a turn: nothing is logged or sent to the model, the
+handler's reply (if any) comes back as one ``agent_message_chunk``, and the prompt
+answers ``end_turn``. A handler that raises fails the prompt with ``-32603`` naming the
+command. Any other ``/text`` (an unknown command) is an ordinary prompt, as before.
 """
 
 from __future__ import annotations

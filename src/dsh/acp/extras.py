@@ -125,8 +125,9 @@ class SessionExtras:
     def _after_open(self, record: SessionRecord, extra: _Extra, replayed: bool) -> None:
         """Right after the answer: the session's commands (and its usage, after a replay)."""
         registry = self._ctx.get(COMMANDS)
-        if registry is not None:
-            self._send(record.session_id, available_commands_update(registry.list()))
+        commands = registry.list() if registry is not None else ()
+        if commands:  # no commands: nothing to show yet (a later change is sent, even to none)
+            self._send(record.session_id, available_commands_update(commands))
         if replayed:
             update = extra.tally.update(record.agent.options.model, self._windows)
             if update is not None:
