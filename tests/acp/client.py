@@ -66,7 +66,7 @@ class AcpTestClient:
                         self.on_update(params["update"])
                     except Exception:  # a client-side failure never reaches the server
                         pass
-            elif "id" in frame:
+            elif "id" in frame and "method" not in frame:  # a request from the server is no answer
                 future = self._pending.pop(frame["id"], None)
                 if future is not None and not future.done():
                     future.set_result(frame)

@@ -35,6 +35,21 @@ from tests.acp.client import AcpTestClient
 
 CWD = os.getcwd()
 
+MOCK_MODEL_OPTIONS: dict[str, Any] = {
+    "configOptions": [
+        {
+            "id": "model",
+            "name": "Model",
+            "description": "The model this session's requests use",
+            "category": "model",
+            "type": "select",
+            "currentValue": "mock",
+            "options": [{"value": "mock", "name": "mock"}],
+        }
+    ]
+}
+"""What a session of the bridge stack (one model, ``mock``) answers beside its id: the model selector."""
+
 
 @dataclass
 class BridgeStack:

@@ -18,8 +18,10 @@ INITIALIZE_RESULT = {
     "agentCapabilities": {
         "loadSession": True,
         "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+        "sessionCapabilities": {"list": {}, "fork": {}},
     },
     "authMethods": [],
+    "_meta": {"steering": {"supported": True}},
 }
 
 
@@ -37,7 +39,8 @@ async def test_initialize_negotiates_the_protocol_version_and_advertises_capabil
         assert stack.client.raw_lines[0] == (
             '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"deepseek-harness-acp",'
             '"version":"0.0.1"},"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false,'
-            '"audio":false,"embeddedContext":false}},"authMethods":[]}}'
+            '"audio":false,"embeddedContext":false},"sessionCapabilities":{"list":{},"fork":{}}},"authMethods":[],'
+            '"_meta":{"steering":{"supported":true}}}}'
         )
 
 
@@ -47,7 +50,11 @@ async def test_session_new_creates_a_session_and_a_full_prompt_turn_streams_text
     """session/new creates a session and a full prompt turn streams text then settles end_turn"""
     async with bridge_stack(tmp_path, [text_response("hello there")]) as stack:
         session_id = await stack.session()
-        assert stack.client.raw_lines[1] == f'{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"{session_id}"}}}}'
+        assert stack.client.raw_lines[1] == (
+            f'{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"{session_id}","configOptions":[{{"id":"model",'
+            '"name":"Model","description":"The model this session\'s requests use","category":"model",'
+            '"type":"select","currentValue":"mock","options":[{"value":"mock","name":"mock"}]}]}}'
+        )
         result = await stack.client.prompt(session_id, "hi")
         assert result == {"stopReason": "end_turn"}
         assert message_text(stack.updates) == "hello there"

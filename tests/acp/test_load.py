@@ -25,7 +25,7 @@ from dsh.kernel import unwrap
 from dsh.testing.scripted import text_response, tool_call_response
 from tests.acp.client import RpcResponseError, message_text
 from tests.acp.events import shell_present_call, shell_present_result
-from tests.acp.helpers import CWD, BridgeStack, bridge_stack
+from tests.acp.helpers import CWD, MOCK_MODEL_OPTIONS, BridgeStack, bridge_stack
 
 TRIGGER = MessageTrigger(source=UserSource())
 
@@ -55,12 +55,12 @@ async def test_replays_a_persisted_turn_from_the_event_log_as_session_update_on_
     session_id = await persist_turn(tmp_path, "remember this", "remembered answer")
     async with bridge_stack(tmp_path) as loader:
         await loader.client.initialize()
-        assert await loader.client.load_session(session_id, CWD) == {}
+        assert await loader.client.load_session(session_id, CWD) == MOCK_MODEL_OPTIONS
         assert message_text(loader.updates) == "remembered answer"
         assert message_text(loader.updates, "user_message_chunk") == "remember this"
         # every replayed update precedes the load response
         last = loader.client.frames[-1]
-        assert last == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        assert last == {"jsonrpc": "2.0", "id": 2, "result": MOCK_MODEL_OPTIONS}
         assert all(sid == session_id for sid, _ in loader.client.session_updates)
         agent = loader.agent(session_id)
         assert agent.session.header.cwd == CWD
@@ -193,11 +193,11 @@ async def test_rejects_load_when_the_requested_cwd_does_not_match_the_persisted_
             "message": f"Invalid params: session elsewhere cwd mismatch: persisted {other}, requested {CWD}",
         }
         assert loader.agents.get("elsewhere") is None
-        assert await loader.client.load_session("elsewhere", f"{other}/.") == {}
+        assert await loader.client.load_session("elsewhere", f"{other}/.") == MOCK_MODEL_OPTIONS
         assert loader.agent("elsewhere").session.header.cwd == other
         # the metadata lookup finds the right header among several stored sessions
         await store_session(loader, "zz-later", other)  # listed after "elsewhere"
-        assert await loader.client.load_session("zz-later", other) == {}
+        assert await loader.client.load_session("zz-later", other) == MOCK_MODEL_OPTIONS
         assert sorted(loader.bridge.session_ids) == ["elsewhere", "zz-later"]
 
 
@@ -239,7 +239,7 @@ async def test_a_stored_session_the_metadata_listing_misses_still_loads(tmp_path
             return []
 
         service.list = no_headers  # type: ignore[method-assign]
-        assert await loader.client.load_session(stored, CWD) == {}
+        assert await loader.client.load_session(stored, CWD) == MOCK_MODEL_OPTIONS
         assert loader.bridge.session_ids == [stored]
 
 
@@ -270,12 +270,12 @@ async def test_allows_loading_alongside_an_existing_session_and_re_loading_a_liv
         await live.client.prompt(session_id, "hi")
         other = await live.client.new_session(CWD)
         assert other != session_id
-        assert await live.client.load_session(stored, CWD) == {}
+        assert await live.client.load_session(stored, CWD) == MOCK_MODEL_OPTIONS
         assert sorted(live.bridge.session_ids) == sorted([session_id, other, stored])
         agent = live.agent(session_id)
         for already in (session_id, stored):
             before = len(live.client.session_updates)
-            assert await live.client.load_session(already, CWD) == {}
+            assert await live.client.load_session(already, CWD) == MOCK_MODEL_OPTIONS
             replayed = [update for _, update in live.client.session_updates[before:]]
             assert {sid for sid, _ in live.client.session_updates[before:]} == {already}
             assert replayed[0] == {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}
@@ -310,4 +310,4 @@ async def test_a_load_of_an_id_that_is_still_loading_is_rejected(tmp_path: Path)
         with pytest.raises(RpcResponseError, match="already loaded"):
             await loader.client.load_session(session_id, CWD)
         gate.set()
-        assert (await first)["result"] == {}
+        assert (await first)["result"] == MOCK_MODEL_OPTIONS

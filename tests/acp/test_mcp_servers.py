@@ -15,7 +15,7 @@ from dsh.plugins import mcp_client
 from dsh.plugins.mcp_client import McpServers
 from dsh.testing.scripted import text_response, tool_call_response
 from tests.acp.client import RpcResponseError
-from tests.acp.helpers import CWD, bridge_stack
+from tests.acp.helpers import CWD, MOCK_MODEL_OPTIONS, bridge_stack
 from tests.acp.test_load import persist_turn
 from tests.plugins.mcp_client.helpers import SERVER, alive
 
@@ -123,7 +123,7 @@ async def test_session_load_runs_the_servers_for_the_resumed_session(tmp_path: P
         fiber = await loader.ctx.plugin(mcp_client, {})
         await loader.client.initialize()
         request = {"sessionId": session_id, "cwd": CWD, "mcpServers": [stdio_entry("tools", state)]}
-        assert await loader.client.request("session/load", request) == {}
+        assert await loader.client.request("session/load", request) == MOCK_MODEL_OPTIONS
         service = fiber.instance
         assert isinstance(service, McpServers)
         assert "mcp__tools__echo" in service.tool_names(session_id)

@@ -29,6 +29,10 @@ service loaded its sessions have ACP modes (:mod:`dsh.acp.modes`): ``modes`` in 
 **Teardown** (:meth:`AcpBridge.quiesce`, memoized, shared by client disconnect and
 fiber disposal): no new work is accepted, every pending prompt settles
 ``cancelled``, every step in flight is aborted, and the agents are awaited idle.
+
+**Extras** (:mod:`dsh.acp.extras`): slash commands, model selection, ``usage_update``,
+steering and the editor's files; ``session/fork`` opens a stored fork of a session
+(after its last completed turn) like a load, without replay.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any, Final, cast
 
 from dsh.acp.codec import StopReason, acp_prompt_to_text, prompt_has_unsupported_content, turn_end_to_stop_reason
 from dsh.acp.config import Config, agent_options
+from dsh.acp.extras import SessionExtras
 from dsh.acp.jsonrpc import JsonRpcConnection, RequestError
 from dsh.acp.listing import list_page
 from dsh.acp.mcp_servers import mcp_capabilities, session_servers
@@ -49,6 +54,7 @@ from dsh.acp.modes import SET_MODE, SessionModes
 from dsh.acp.params import (
     AuthenticateParams,
     CancelParams,
+    ForkSessionParams,
     InitializeParams,
     ListSessionsParams,
     LoadSessionParams,
@@ -70,6 +76,7 @@ from dsh.core.agent import (
 )
 from dsh.core.approval import APPROVAL_REQUEST, PERMISSION_CHANGED
 from dsh.core.approval import session_of as agent_session
+from dsh.core.errors import HarnessError
 from dsh.core.llm import UnsetType, text
 from dsh.core.mcp import MCP, HttpServer, McpHost, StdioServer
 from dsh.core.persistence import SESSION_PERSISTENCE
@@ -85,6 +92,7 @@ from dsh.core.session import (
     TurnEndEvent,
     TurnEndReason,
     TurnStartEvent,
+    UsageEvent,
     session_title,
 )
 from dsh.core.tools import TOOLS
@@ -186,6 +194,9 @@ class AcpBridge:
         self._quiesced: asyncio.Task[None] | None = None
         self._owns_transport = owns_transport
         self._modes = SessionModes(ctx, self._agent_of, self.session_of, self._notify)
+        self._extras = SessionExtras(
+            ctx, config, self._sessions.values, self._sessions.get, self._notify, self._client_request
+        )
         self._connection = JsonRpcConnection(
             transport,
             requests={
@@ -196,6 +207,8 @@ class AcpBridge:
                 "session/list": self.list_sessions,
                 "session/prompt": self.prompt,
                 SET_MODE: self._modes.set_mode,
+                "session/fork": self.fork_session,
+                **self._extras.requests,
             },
             notifications={"session/cancel": self.cancel},
             logger=self._logger,
@@ -242,6 +255,9 @@ class AcpBridge:
             self._connection.notify("session/update", notification)
         except Exception as error:
             self._logger.warn("acp: session/update failed: %s", error)
+
+    def _client_request(self, method: str, params: Any) -> Awaitable[Any]:
+        return self._connection.request(method, params)
 
     def _warn(self, message: str) -> None:
         self._logger.warn("%s", message)
@@ -311,6 +327,7 @@ class AcpBridge:
         host = self._ctx.get(MCP)
         if host is not None:
             result["agentCapabilities"]["mcpCapabilities"] = mcp_capabilities(host.transports)
+        self._extras.initialize(params, result)
         return result
 
     async def authenticate(self, raw: Any) -> dict[str, Any]:
@@ -341,8 +358,12 @@ class AcpBridge:
         except BaseException:
             await owner.dispose()
             raise
-        self._register(session_id, agent, owner)
-        return {"sessionId": session_id, **self._modes.modes_for(session_id, agent)}
+        record = self._register(session_id, agent, owner)
+        return {
+            "sessionId": session_id,
+            **self._modes.modes_for(session_id, agent),
+            **self._extras.opened(record, resumed=False),
+        }
 
     async def load_session(self, raw: Any) -> dict[str, Any]:
         """Resume a persisted session and replay its whole log as updates before answering ``{}``.
@@ -359,6 +380,7 @@ class AcpBridge:
         self._check_workspace(params)
         servers = self._mcp_servers(params)
         record = self._sessions.get(session_id)
+        resumed = record is None
         if record is not None:
             _check_header_cwd(session_id, _header_cwd(record.agent.session.header), params.cwd)
         else:
@@ -369,8 +391,37 @@ class AcpBridge:
             finally:
                 self._loading.discard(session_id)
             record = self._register(session_id, agent, owner)
+        extra = self._extras.opened(record, resumed=resumed, replayed=True)
         self._replay(record)
-        return self._modes.modes_for(session_id, record.agent)
+        return {**self._modes.modes_for(session_id, record.agent), **extra}
+
+    async def fork_session(self, raw: Any) -> dict[str, Any]:
+        """``session/fork``: store a fork of the session after its last completed turn and open it.
+
+        The source is live here or stored; its workspace must be the request's cwd. A
+        source without a completed turn is ``-32602``. The fork is opened like a load
+        (MCP servers, model, editor files) but nothing is replayed.
+        """
+        params = ForkSessionParams.model_validate(raw)
+        self._assert_open()
+        self._check_workspace(params)
+        servers = self._mcp_servers(params)
+        source = self._sessions.get(params.sessionId)
+        if source is not None:
+            _check_header_cwd(params.sessionId, _header_cwd(source.agent.session.header), params.cwd)
+        else:
+            await self._check_persisted_cwd(params.sessionId, params.cwd)
+        try:
+            forked = await self._persistence.fork(params.sessionId)
+        except HarnessError as error:
+            raise RequestError.invalid_params(f"cannot fork session {params.sessionId}: {error}") from error
+        agent, owner = await self._resume(forked.meta.id, servers)
+        record = self._register(forked.meta.id, agent, owner)
+        return {
+            "sessionId": forked.meta.id,
+            **self._modes.modes_for(forked.meta.id, agent),
+            **self._extras.opened(record, resumed=True),
+        }
 
     async def list_sessions(self, raw: Any) -> dict[str, Any]:
         """The stored and live sessions, newest first, filtered by ``cwd``, paged (:mod:`dsh.acp.listing`)."""
@@ -428,13 +479,16 @@ class AcpBridge:
         record = self._sessions.get(params.sessionId)
         if record is None:
             raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
-        if record.inflight is not None:
-            raise RequestError.invalid_params("a prompt is already in flight for this session")
         if prompt_has_unsupported_content(params.prompt):
             raise RequestError.invalid_params(UNSUPPORTED_CONTENT_MESSAGE)
         prompt = acp_prompt_to_text(params.prompt)
         if not prompt.strip():
             raise RequestError.invalid_params("empty prompt")
+        handled = await self._extras.command(record, prompt)
+        if handled is not None:
+            return handled
+        if record.inflight is not None:
+            return {"stopReason": await self._extras.steer(record, record.inflight, prompt)}
         inflight = Inflight(asyncio.get_running_loop().create_future(), len(record.agent.session.events))
         record.inflight = inflight
         try:
@@ -482,6 +536,8 @@ class AcpBridge:
         stream_session_event_update(
             record.session_id, event, self._notify, record.presenter, record.terminal, include_user_messages=False
         )
+        if type(event) is UsageEvent:
+            self._extras.on_usage(record, event)
         inflight = record.inflight
         if inflight is None:
             return

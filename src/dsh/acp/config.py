@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from dsh.core.agent import AgentOptions
 
@@ -12,7 +12,9 @@ DEFAULT_AGENT_VERSION = "0.0.1"
 
 class Config(BaseModel):
     """``model`` / ``systemPrompt`` become every bridge agent's options (unset when absent);
-    ``agentName`` / ``agentVersion`` are announced in the ``initialize`` answer.
+    ``agentName`` / ``agentVersion`` are announced in the ``initialize`` answer;
+    ``contextWindows`` (model name -> tokens) adds to the known context windows that
+    ``usage_update`` reports (:data:`dsh.acp.usage.CONTEXT_WINDOWS`).
 
     The transport is not configuration: it is a runtime argument of ``apply``.
     """
@@ -23,6 +25,7 @@ class Config(BaseModel):
     system_prompt: str | None = Field(default=None, alias="systemPrompt")
     agent_name: str = Field(default=DEFAULT_AGENT_NAME, alias="agentName")
     agent_version: str = Field(default=DEFAULT_AGENT_VERSION, alias="agentVersion")
+    context_windows: dict[str, PositiveInt] = Field(default_factory=dict, alias="contextWindows")
 
 
 def agent_options(config: Config) -> AgentOptions:

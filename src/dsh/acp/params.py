@@ -19,6 +19,7 @@ class _Params(BaseModel):
 
 class ClientCapabilities(_Params):
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    fs: dict[str, Any] | None = None
 
 
 class InitializeParams(_Params):
@@ -81,6 +82,22 @@ class PromptParams(_Params):
 
 class CancelParams(_Params):
     sessionId: str
+
+
+class SetConfigOptionParams(_Params):
+    sessionId: str
+    configId: str
+    value: str
+
+
+class SetModelParams(_Params):
+    sessionId: str
+    modelId: str
+
+
+class ForkSessionParams(NewSessionParams):
+    sessionId: str
+    mcpServers: list[Any] = Field(default_factory=list)
 
 
 class ListSessionsParams(_Params):

@@ -124,7 +124,8 @@ async def chat(
 
         approver = InlineApprover(agent, show, interactive=interactive)
         root.on(APPROVAL_REQUEST, approver.on_request)
-        runtime = StdioRuntime(input=approver.route(read_lines(in_fd)), output=output, exit=finish)
+        notice = view.notice if view is not None else None  # command replies
+        runtime = StdioRuntime(input=approver.route(read_lines(in_fd)), output=output, exit=finish, notice=notice)
         config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not interactive}
 
         def start(ctx: Context, _raw: Any) -> Any:

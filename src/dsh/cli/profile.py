@@ -148,6 +148,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("sessions", "sessions"),
         _entry("system-prompt", "system-prompt"),
         _entry("tools", "tools"),
+        _entry("commands", "commands"),
         _entry("agents", "agents"),
     ]
     if settings.invariants:

@@ -4,6 +4,8 @@
 :class:`Workspace`, the refusal of paths outside it (unless an ``fs/access`` listener
 allows them), the ``fs/write-intent`` gate around writes, the ``fs/observed`` notices,
 and one lock per file so that writes to one path never interleave in this process.
+A session may have an editor attached (:meth:`FileSystem.attach_editor`, see
+:mod:`dsh.core.fs.editor`): its text reads and writes then go through the editor.
 A backend (``fs-local``) fills in the abstract ``_``-methods, which receive resolved
 absolute paths. Every failure is an :class:`FsError` naming the fix.
 """
@@ -14,11 +16,12 @@ import asyncio
 import os
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from msgspec import UNSET
 
+from dsh.core.fs.editor import EditorFiles, as_text_file, content_version, versioned, window_of
 from dsh.core.fs.events import FS_ACCESS, FS_OBSERVED, FS_WRITE_INTENT
 from dsh.core.fs.types import (
     FileStat,
@@ -52,12 +55,47 @@ class FileSystem(Service, ABC):
         self.default_root = default_root
         self.extra_dirs = tuple(os.path.abspath(os.path.expanduser(path)) for path in extra_dirs)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._editors: dict[str, EditorFiles] = {}
 
     # ------------------------------------------------------------ workspaces
-    def workspace(self, cwd: str | None = None) -> Workspace:
-        """The workspace of a session whose cwd is ``cwd`` (None: :attr:`default_root`)."""
+    def workspace(self, cwd: str | None = None, *, session_id: str | None = None) -> Workspace:
+        """The workspace of session ``session_id`` whose cwd is ``cwd`` (None: :attr:`default_root`)."""
         root = cwd or self.default_root or os.getcwd()
-        return Workspace(root=os.path.abspath(os.path.expanduser(root)), extra_dirs=self.extra_dirs)
+        return Workspace(
+            root=os.path.abspath(os.path.expanduser(root)),
+            extra_dirs=self.extra_dirs,
+            session_id=UNSET if session_id is None else session_id,
+        )
+
+    def attach_editor(self, session_id: str, editor: EditorFiles) -> Callable[[], None]:
+        """Route session ``session_id``'s text reads and writes through ``editor`` until the returned
+        disposer runs (see :mod:`dsh.core.fs.editor`). One editor per session: attaching another
+        raises ``ValueError``."""
+        if session_id in self._editors:
+            raise ValueError(f"session {session_id} already has an editor attached: detach it first")
+        editors = self._editors
+        editors[session_id] = editor
+
+        def detach() -> None:
+            if editors.get(session_id) is editor:
+                del editors[session_id]
+
+        return detach
+
+    def _editor(self, workspace: Workspace) -> EditorFiles | None:
+        session_id = workspace.session_id
+        return None if session_id is UNSET or not self._editors else self._editors.get(session_id)
+
+    async def _editor_file(self, editor: EditorFiles, path: str) -> TextFile | None:
+        """The editor's view of ``path`` (None when it is no regular file: the backend says why)."""
+        stat = await self._stat(path)
+        if stat is None or stat.kind != "file":
+            return None
+        if editor.reads:
+            return as_text_file(stat, await editor.read(path))
+        file = await self._read_text(path)
+        raw = file.text.replace("\n", "\r\n") if file.newline == "\r\n" else file.text
+        return TextFile(path=file.path, text=file.text, newline=file.newline, stat=versioned(file.stat, raw))
 
     def resolve(self, workspace: Workspace, path: str, operation: str = "access") -> str:
         """``path`` as an absolute normalized path, checked against ``workspace``.
@@ -89,7 +127,13 @@ class FileSystem(Service, ABC):
     # ------------------------------------------------------------ operations
     async def stat(self, workspace: Workspace, path: str) -> FileStat | None:
         """The stat of ``path`` (symlinks followed), or None when nothing is there."""
-        return await self._stat(self.resolve(workspace, path, "stat"))
+        resolved = self.resolve(workspace, path, "stat")
+        editor = self._editor(workspace)
+        if editor is not None:
+            file = await self._editor_file(editor, resolved)
+            if file is not None:
+                return file.stat
+        return await self._stat(resolved)
 
     async def read_window(
         self, workspace: Workspace, path: str, offset: int = 1, limit: int = 2000, max_line_chars: int = 2000
@@ -99,13 +143,22 @@ class FileSystem(Service, ABC):
         The backend streams the file: memory use follows the window, not the file size.
         Raises ``FsError`` (``NOT_FOUND``, ``IS_DIRECTORY``, ``BINARY``, ``NOT_UTF8`` …).
         """
-        window = await self._read_window(self.resolve(workspace, path, "read"), offset, limit, max_line_chars)
+        resolved = self.resolve(workspace, path, "read")
+        editor = self._editor(workspace)
+        file = None if editor is None else await self._editor_file(editor, resolved)
+        if file is not None:
+            window = window_of(file, offset, limit, max_line_chars)
+        else:
+            window = await self._read_window(resolved, offset, limit, max_line_chars)
         self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation="read", stat=window.stat))
         return window
 
     async def read_text(self, workspace: Workspace, path: str) -> TextFile:
         """The whole UTF-8 text of ``path`` (CRLF read as ``"\\n"`` when the file uses it)."""
-        file = await self._read_text(self.resolve(workspace, path, "read"))
+        resolved = self.resolve(workspace, path, "read")
+        editor = self._editor(workspace)
+        found = None if editor is None else await self._editor_file(editor, resolved)
+        file = found if found is not None else await self._read_text(resolved)
         self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation="read", stat=file.stat))
         return file
 
@@ -164,10 +217,30 @@ class FileSystem(Service, ABC):
         lock = self._locks.get(resolved)
         if lock is None:
             lock = self._locks[resolved] = asyncio.Lock()
+        editor = self._editor(workspace)
+        write = (
+            self._write if editor is None or not editor.writes else lambda intent: self._editor_write(editor, intent)
+        )
         async with lock:
-            stat = await self.ctx.waterfall(FS_WRITE_INTENT, intent, inner=lambda: self._write(intent))
+            stat = await self.ctx.waterfall(FS_WRITE_INTENT, intent, inner=lambda: write(intent))
         self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation="write", stat=stat))
         return stat
+
+    async def _editor_write(self, editor: EditorFiles, intent: FsWriteIntent) -> FileStat:
+        """Write ``intent`` through ``editor``: ``replace`` first checks the editor's text is
+        still at version ``expected``; the result is versioned by the text written."""
+        path = intent.path
+        current = await self._editor_file(editor, path)
+        if current is None and await self._stat(path) is not None:
+            raise FsError(f"{path} is a directory: give the path of a file to write", "IS_DIRECTORY", path)
+        if intent.operation == "replace" and (current is None or current.stat.version != intent.expected):
+            raise FsError(f"{path} changed since it was read: read it again and redo the change", "STALE", path)
+        raw = intent.text if intent.newline == "\n" else intent.text.replace("\n", intent.newline)
+        await editor.write(path, raw)
+        if current is not None:
+            return versioned(current.stat, raw)
+        size = len(raw.encode("utf-8", "surrogatepass"))  # a new file: the editor creates it (now or when saved)
+        return FileStat(path=path, kind="file", size=size, mtime_ns=0, mode=0o644, version=content_version(raw))
 
     # -------------------------------------------------------------- backend
     @abstractmethod

@@ -51,11 +51,13 @@ class Workspace(Struct, frozen=True, rename="camel"):
     """Where a session may touch files: ``root`` (its cwd) and ``extra_dirs``, all absolute.
 
     Relative paths resolve against ``root``. A path is inside when it, with every symlink
-    resolved, lies under one of :attr:`roots`.
+    resolved, lies under one of :attr:`roots`. ``session_id`` names the session working
+    in it (when known): files of a session with an editor attached go through that editor.
     """
 
     root: str
     extra_dirs: tuple[str, ...] = ()
+    session_id: str | UnsetType = UNSET
 
     @property
     def roots(self) -> tuple[str, ...]:

@@ -25,6 +25,12 @@ def session_key(agent: object | None) -> str:
     return "" if agent is None else f"agent-{id(agent)}"
 
 
+def session_id(agent: object | None) -> str | None:
+    """The agent's session id, if it has one (it selects the session's editor, when attached)."""
+    value = getattr(getattr(agent, "session", None), "id", None)
+    return value if isinstance(value, str) else None
+
+
 def session_cwd(agent: object | None) -> str | None:
     """The agent's session workspace (``session.header.cwd``), if it has one."""
     cwd = getattr(getattr(getattr(agent, "session", None), "header", None), "cwd", None)

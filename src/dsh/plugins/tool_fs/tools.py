@@ -17,7 +17,7 @@ from dsh.core.errors import HarnessError
 from dsh.core.fs import FileSystem, Workspace
 from dsh.core.llm import ContentBlock, text
 from dsh.core.tools import SchemaSpec, ToolDefinition, ToolExecution, define_tool
-from dsh.plugins.tool_fs.ledger import ReadLedger, session_cwd, session_key
+from dsh.plugins.tool_fs.ledger import ReadLedger, session_cwd, session_id, session_key
 from dsh.plugins.tool_fs.present import (
     fenced_diff,
     present_change,
@@ -219,7 +219,7 @@ class FsTools:
         ]
 
     def _workspace(self, execution: ToolExecution) -> Workspace:
-        return self.fs.workspace(session_cwd(execution.agent))
+        return self.fs.workspace(session_cwd(execution.agent), session_id=session_id(execution.agent))
 
     # ------------------------------------------------------------------- read
     async def read(self, args: ReadArgs, execution: ToolExecution) -> tuple[ContentBlock, ...]:

@@ -9,7 +9,8 @@ Input: each non-blank line (stripped) goes to the agent named by ``config.agent`
 ``steer`` while it is ``running``, else ``send``. A line for a missing agent is logged
 and dropped. With ``oneTurnPerLine`` (for input that is not a terminal: a pipe, a
 file) lines wait in order and each is sent as its own turn once the previous one has
-ended, instead of steering or joining it.
+ended, instead of steering or joining it. A line naming a slash command runs it
+instead (:mod:`dsh.plugins.ui_stdio.commands`).
 
 Exit on end of input: when no line was ever submitted, exit(0) is scheduled at once;
 otherwise only after that agent was seen ``running`` and is ``idle`` again (a missing
@@ -39,6 +40,7 @@ from dsh.core.agent import (
 from dsh.core.llm import StreamChunk, text
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent
 from dsh.kernel import Context, Disposer, Effect
+from dsh.plugins.ui_stdio.commands import ChatCommands
 from dsh.plugins.ui_stdio.render import PROMPT, Renderer
 
 EXIT_DELAY = 0.2
@@ -89,13 +91,15 @@ class StdioRuntime:
     must then release what it holds; :func:`~dsh.plugins.ui_stdio.lines.read_lines`
     does). ``output`` receives rendered text. ``exit`` is called with 0 from a timer
     callback when the chat decides to end the process. ``timer`` schedules that call
-    (None: the running loop's ``call_later``).
+    (None: the running loop's ``call_later``). ``notice`` shows a command's reply and the
+    prompt after it (None: both are written to ``output``).
     """
 
     input: AsyncIterable[str]
     output: TextSink
     exit: Callable[[int], object]
     timer: Timer | None = None
+    notice: Callable[[str], None] | None = None
 
 
 def chat_config(config: StdioChatConfig | Mapping[str, Any] | None) -> StdioChatConfig:
@@ -140,11 +144,20 @@ class _StdioChat:
         self.exit_timer: TimerHandle | None = None
         self.waiting: deque[str] = deque()  # oneTurnPerLine: lines not sent yet
         self.in_turn = False  # oneTurnPerLine: a sent line's turn has not ended yet
+        self.commands = ChatCommands(ctx, self.show, lambda: self.agents.get(self.config.agent), self.maybe_exit)
 
     def write(self, piece: str) -> None:
         output = self.runtime.output
         output.write(piece)
         output.flush()
+
+    def show(self, message: str | None) -> None:
+        """A command's reply (None: none), then the prompt."""
+        notice = self.runtime.notice
+        if notice is None:
+            self.write(PROMPT if message is None else f"{message}\n{PROMPT}")
+        elif message is not None:
+            notice(message)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> Generator[Disposer, None, None]:
@@ -191,7 +204,7 @@ class _StdioChat:
     # -------------------------------------------------------------------- input
     def on_line(self, line: str) -> None:
         content = line.strip()
-        if not content or self.disposed:
+        if not content or self.disposed or self.commands.dispatch(content):
             return
         if self.config.one_turn_per_line:
             self.waiting.append(content)
@@ -243,6 +256,8 @@ class _StdioChat:
 
     def maybe_exit(self) -> None:
         if self.disposed or not self.input_closed or self.exit_timer is not None or self.in_turn:
+            return
+        if self.commands.busy:
             return
         if self.submitted:
             agent = self.agents.get(self.config.agent)
