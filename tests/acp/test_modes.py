@@ -57,7 +57,7 @@ async def test_session_new_lists_the_modes_with_ask_current(tmp_path: Path) -> N
         await permissions_stack(stack)
         await stack.client.initialize()
         result = await new_session(stack)
-        assert list(result) == ["sessionId", "modes"]
+        assert list(result) == ["sessionId", "modes", "configOptions"]  # configOptions: the model selection
         modes = result["modes"]
         assert modes["currentModeId"] == "ask"
         assert [mode["id"] for mode in modes["availableModes"]] == IDS
@@ -67,7 +67,10 @@ async def test_session_new_lists_the_modes_with_ask_current(tmp_path: Path) -> N
 async def test_without_the_permissions_service_there_are_no_modes(tmp_path: Path) -> None:
     async with bridge_stack(tmp_path) as stack:
         session_id = await stack.session()
-        assert (await stack.client.request("session/new", {"cwd": CWD, "mcpServers": []})).keys() == {"sessionId"}
+        assert (await stack.client.request("session/new", {"cwd": CWD, "mcpServers": []})).keys() == {
+            "sessionId",
+            "configOptions",
+        }
         with pytest.raises(RpcResponseError) as caught:
             await set_mode(stack, session_id, "plan")
         assert caught.value.error == {
