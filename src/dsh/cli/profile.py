@@ -7,7 +7,8 @@ as the YAML tree that boots the same:
 
 * **default**: the core services, the local bash executor and tools, the local
   filesystem and the file tools (read, write, edit, glob, grep), the workspace's
-  ``AGENTS.md`` in the system prompt (``workspace-instructions``), the agent loop
+  ``AGENTS.md`` in the system prompt (``workspace-instructions``), sub-agents
+  (``subagent``: the ``subagent``, ``subagent_output`` and ``subagent_cancel`` tools), the agent loop
   (at most :data:`DEFAULT_MAX_STEPS` steps a turn),
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
   ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
@@ -151,6 +152,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("fs", "fs-local"),  # each session's files, in its workspace (--cwd)
         _entry("tool-fs", "tool-fs"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
+        _entry("subagent", "subagent"),  # sub-agents, foreground and background (one level deep)
     ]
     if settings.mcp_servers:
         entries.append(_entry("mcp", "mcp", {"servers": settings.mcp_servers}))

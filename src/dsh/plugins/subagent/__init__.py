@@ -26,7 +26,7 @@ from dsh.core.subagent import SubagentEndEvent, Subagents, SubagentStartEvent
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context, ServiceHandle
 from dsh.plugins.subagent.policy import UNRESTRICTED, ToolFilter
-from dsh.plugins.subagent.run import Run, outcome_of
+from dsh.plugins.subagent.run import Run, outcome_of, reason_kind
 from dsh.plugins.subagent.runtime import PLUGIN_NAME, SubagentRuntime
 from dsh.plugins.subagent.tools import (
     CANCEL_PARAMETERS,
@@ -84,4 +84,5 @@ __all__ = [
     "name",
     "outcome_of",
     "present_subagent_call",
+    "reason_kind",
 ]

@@ -35,8 +35,7 @@ def reason_kind(reason: TurnEndReason) -> str:
     """A turn-end reason's ``kind`` (also of a variant this version does not know)."""
     if isinstance(reason, msgspec.Struct):
         return str(reason.__struct_config__.tag)
-    plain = msgspec.json.decode(reason)
-    return str(plain.get("kind")) if isinstance(plain, dict) else "unknown"
+    return str(msgspec.json.decode(reason).get("kind"))  # an unknown variant is an object with a kind
 
 
 def outcome_of(session: Session, cancelled: bool) -> tuple[SubagentOutcome, str, TurnEndReason | None]:
@@ -127,6 +126,10 @@ class Run:
                 self._child.send((text(self._request.prompt),), source=AgentSource(agent_id=self._parent.id))
                 await self._child.when_idle()
         finally:
+            task = asyncio.current_task()
+            gone = self._child.status == "disposed" or (task is not None and task.cancelling() > 0)
+            if gone and self._cancel_reason is None:
+                self._cancel_reason = "disposed"  # the child's or the driver's owner went away
             await self.owner.dispose()
             self._settle()
             settled(self)

@@ -78,7 +78,7 @@ from dsh.core.subagent import (
     SubagentStartEvent,
 )
 from dsh.core.tools import TOOLS, TOOLS_EXECUTE, ToolExecution, ToolExecutionResult, parse_arguments
-from dsh.kernel import Context, Effect, PluginSpec, ServiceHandle, unwrap
+from dsh.kernel import Context, Effect, FiberState, PluginSpec, ServiceHandle, unwrap
 from dsh.plugins.subagent.policy import UNRESTRICTED, ToolFilter
 from dsh.plugins.subagent.run import Run
 
@@ -117,6 +117,7 @@ class SubagentRuntime(Subagents):
         self._watchers: list[Effect] = []
         ctx.on(AGENT_TURN_END, self._on_turn_end)
         ctx.on(AGENT_DISPOSED, self._cancel_children)
+        ctx.effect(lambda: self._cancel_all, "cancel the running sub-agents")
 
     # --------------------------------------------------------------- the API
     def get(self, task_id: str) -> SubagentRun | None:
@@ -143,7 +144,7 @@ class SubagentRuntime(Subagents):
                 "DEPTH_LIMIT",
             )
         parent_filter = self._filters.get(parent, UNRESTRICTED)
-        self._check_tools(parent_filter, request.tools, ctx)
+        self._check_tools(parent_filter, request.tools)
         deny = frozenset(DELEGATION_TOOLS) if depth >= self.max_depth else frozenset()
         tool_filter = parent_filter.narrowed(None if request.tools is None else frozenset(request.tools), deny)
         options = AgentOptions(
@@ -165,12 +166,12 @@ class SubagentRuntime(Subagents):
             tool_filter = tool_filter.narrowed(frozenset(spawn.tools), frozenset())
         return await self._start(ctx, spawn, tool_filter)
 
-    def _check_tools(self, parent_filter: ToolFilter, tools: tuple[str, ...] | None, ctx: Context) -> None:
+    def _check_tools(self, parent_filter: ToolFilter, tools: tuple[str, ...] | None) -> None:
         if tools is None:
             return
-        registry = ctx.get(TOOLS)
+        registry = self.own_ctx[TOOLS]
         for name in tools:
-            if registry is None or registry.get(name) is None:
+            if registry.get(name) is None:
                 raise _invalid(f'invalid tools: no tool is named "{name}"')
             if not parent_filter.admits(name):
                 raise HarnessError(f'invalid tools: "{name}" is not available to the parent agent', "FORBIDDEN")
@@ -178,13 +179,11 @@ class SubagentRuntime(Subagents):
     async def _start(self, ctx: Context, spawn: SubagentSpawn, tool_filter: ToolFilter) -> Run:
         parent, request = spawn.parent, spawn.request
         task_id = f"subagent-{next(self._counter)}"
-        agents = ctx.get(AGENTS)
-        if agents is None:
-            raise HarnessError("the agents service is not loaded", "NO_SERVICE")
+        agents = unwrap(self.own_ctx[AGENTS])
         owner = await ctx.plugin(PluginSpec(name="subagent-child", apply=_hold))
         header = parent.session.header
         try:
-            child = cast(AgentRegistry, ServiceHandle(unwrap(agents), owner.ctx)).create(
+            child = cast(AgentRegistry, ServiceHandle(agents, owner.ctx)).create(
                 CreateAgentOptions(
                     agent_id=f"{parent.id}/{task_id}",
                     session_id=str(uuid.uuid4()),
@@ -281,7 +280,8 @@ class SubagentRuntime(Subagents):
                 session.append(ContextMessageEvent, MessageData(content=(text(notice),), source=_SOURCE))
         finally:
             session.append(TurnEndEvent, TurnEndData(turn=turn, reason=CompletedReason()))
-            self.own_ctx.spawn(self._flush(session))
+            if self.own_ctx.fiber.state is FiberState.ACTIVE:  # unloading: the parent's next flush writes it
+                self.own_ctx.spawn(self._flush(session))
 
     async def _flush(self, session: Session) -> None:
         try:
@@ -293,6 +293,10 @@ class SubagentRuntime(Subagents):
     def _on_turn_end(self, agent: Agent, turn: int, reason: TurnEndReason) -> None:
         if isinstance(reason, AbortedReason | DisposedReason):
             self._cancel_children(agent)
+
+    def _cancel_all(self) -> None:
+        for run in builtins.list(self._live.values()):
+            run.cancel("the subagent plugin was unloaded")
 
     def _cancel_children(self, agent: Agent) -> None:
         for run in builtins.list(self._live.values()):
@@ -349,8 +353,7 @@ class SubagentRuntime(Subagents):
             self.own_ctx.logger.warn("subagent: a subagent/progress listener failed: %s", error_message(error))
 
     def _call_title(self, name: str, arguments: str) -> str:
-        registry = self.own_ctx.get(TOOLS)
-        definition = registry.get(name) if registry is not None else None
+        definition = self.own_ctx[TOOLS].get(name)
         if definition is not None and definition.present_call is not None:
             try:
                 presentation = definition.present_call(parse_arguments(arguments))
