@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,19 @@ def alive(pid: int) -> bool:
             return stat.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+async def gone_by(pid: int, deadline: float) -> bool:
+    """Wait until the process is gone or ``time.monotonic()`` passes ``deadline``; True when gone.
+
+    A cancelled bash call answers at once; its process group gets SIGTERM at that moment
+    and is reaped by the executor in the background.
+    """
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.005)
+    return True
 
 
 def assert_balanced(events: list[SessionEvent]) -> None:

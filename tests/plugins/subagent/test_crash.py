@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from dsh.core.agent import AgentOptions, ResumeAgentOptions
@@ -14,7 +15,7 @@ from dsh.core.session import InterruptedReason, TurnEndEvent
 from dsh.core.subagent import SubagentStartEvent
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
-from tests.plugins.subagent.helpers import alive, assert_balanced, boot, persistence, pid_of
+from tests.plugins.subagent.helpers import assert_balanced, boot, gone_by, persistence, pid_of
 
 CHILD = Path(__file__).with_name("crash_parent.py")
 PROJECT = Path(__file__).resolve().parents[3]
@@ -61,8 +62,4 @@ async def test_resume_after_sigkill_while_a_child_runs(tmp_path: Path) -> None:
         parent.send([text("again")])
         await parent.when_idle()
         assert_balanced(list(parent.session.events))
-    for _ in range(500):  # the executor's watchdog kills the orphaned sleeper
-        if not alive(sleeper):
-            break
-        await asyncio.sleep(0.01)
-    assert not alive(sleeper)
+    assert await gone_by(sleeper, time.monotonic() + 10)  # the dead executor's watchdog kills the sleeper

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from dsh.core.agent import AGENTS, Agent, AgentOptions, AgentRegistry, CreateAgentOptions
+from dsh.core.agent import AGENT_CREATED, AGENTS, Agent, AgentOptions, AgentRegistry, CreateAgentOptions
 from dsh.core.errors import HarnessError
 from dsh.core.llm import text
 from dsh.core.session import SESSION_EVENT, SESSION_FLUSH, Session, SessionEvent, SessionMeta, ToolResultEvent
@@ -102,6 +102,8 @@ async def test_depth_limit_and_nested_allowlists(tmp_path: Path) -> None:
         grand = child_model(
             h, "grand", tool_call_response("g1", "subagent", {"description": "x", "prompt": "p"}), text_response("deep")
         )
+        created: list[Agent] = []
+        h.ctx.on(AGENT_CREATED, created.append)
         parent = h.agent()
         parent.send([text("go")])
         await parent.when_idle()
@@ -109,13 +111,15 @@ async def test_depth_limit_and_nested_allowlists(tmp_path: Path) -> None:
         grand.assert_consumed()
         assert [tool.name for tool in kid.requests[0].tools or []] == ["bash", "subagent", "subagent_output"]
         assert [tool.name for tool in grand.requests[0].tools or []] == ["bash"]
-        child, grandchild = service.runs()
+        (child,) = service.runs()  # the grandchild's run went with its disposed parent
+        grandchild = created[-1]
+        assert grandchild.id == "main/subagent-1/subagent-2"
         kid_results = _results(child.child.session)
         assert "not available to the parent agent" in kid_results["k1"].content[0].text
         assert kid_results["k2"].content == (text("deep"),)
         assert "unknown sub-agent task" in kid_results["k3"].content[0].text
-        assert "not available to this sub-agent" in _error_text(grandchild.child.session, "g1")
-        assert grandchild.child.session.header.delegation_depth == 2
+        assert "not available to this sub-agent" in _error_text(grandchild.session, "g1")
+        assert grandchild.session.header.delegation_depth == 2
         assert _results(parent.session)["c1"].content == (text("kid done"),)
         deep_agent = h.agents.create(
             CreateAgentOptions(agent_id="deep", session_id="deep", meta=SessionMeta(delegation_depth=2))
@@ -333,6 +337,19 @@ async def test_disposing_the_parent_disposes_its_background_children(tmp_path: P
         assert run.child.status == "disposed"
         assert event_types(parent.session)[-1] == "turn/end"  # nothing written after the parent went
         assert "subagent/end" not in event_types(parent.session)
+        assert service.runs(parent) == []  # a disposed parent's runs are forgotten
+
+        done = h.agent("other")
+        child_model(h, "quick", text_response("quick"))
+        owner = await h.ctx.plugin(PluginSpec(name="owner2", apply=lambda ctx, config: None))
+        registry = ServiceHandle(unwrap(h.ctx[AGENTS]), owner.ctx)  # type: ignore[assignment]
+        parent = registry.create(CreateAgentOptions(agent_id="q", session_id="q", agent_options=AgentOptions()))
+        settled = await service.spawn(parent, SubagentRequest(prompt="x", model="quick"))
+        await settled.wait()
+        assert service.runs(parent) == [settled]
+        await owner.dispose()
+        assert service.runs(parent) == []
+        assert service.runs(done) == []
 
 
 async def test_unloading_the_plugin_disposes_running_children(tmp_path: Path) -> None:

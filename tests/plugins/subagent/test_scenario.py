@@ -14,7 +14,16 @@ from dsh.core.usage import TokenTotals, summarize_usage
 from dsh.testing.harness import Harness
 from dsh.testing.logs import data_json
 from dsh.testing.scripted import text_response, tool_call_response
-from tests.plugins.subagent.helpers import alive, assert_balanced, boot, child_model, persistence, pid_of, sleeper
+from tests.plugins.subagent.helpers import (
+    alive,
+    assert_balanced,
+    boot,
+    child_model,
+    gone_by,
+    persistence,
+    pid_of,
+    sleeper,
+)
 
 
 async def test_foreground_and_background_children_linked_both_ways(tmp_path: Path) -> None:
@@ -39,7 +48,7 @@ async def test_foreground_and_background_children_linked_both_ways(tmp_path: Pat
         assert alive(pid)
         parent.send([text("cancel the sleeper")])
         await parent.when_idle()
-        assert not alive(pid)
+        assert await gone_by(pid, time.monotonic() + 1.0)
         background, foreground = service.runs(parent)
         assert (background.status, foreground.status) == ("cancelled", "completed")
         bg.assert_consumed()
@@ -107,9 +116,10 @@ async def test_cancelling_the_parent_turn_stops_both_children_within_a_second(tm
         await parent.when_idle()
         for run in service.runs(parent):
             await run.wait()
+        for pid in pids:
+            assert await gone_by(pid, started + 1.0)
         elapsed = time.monotonic() - started
         assert elapsed < 1.0, elapsed
-        assert not any(alive(pid) for pid in pids)
         assert [run.status for run in service.runs(parent)] == ["cancelled", "cancelled"]
         ends = [event for event in parent.session.events if type(event) is TurnEndEvent]
         assert isinstance(ends[0].data.reason, AbortedReason)

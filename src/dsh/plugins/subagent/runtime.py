@@ -10,7 +10,8 @@ to a disposed parent with no open turn.
 
 Cascade: a parent whose turn ends ``aborted`` or ``disposed``, or who is disposed,
 has every running child cancelled; a cancelled child aborts its step (its tools and
-processes with it) and is disposed by its driver.
+processes with it) and is disposed by its driver. Settled runs stay reachable (for
+``subagent_output``) until their parent is disposed.
 
 Idle cost: the listeners that filter children's tools and report their progress
 (``agent/request``, ``tools/execute``, ``session/event``) are registered while at
@@ -116,7 +117,7 @@ class SubagentRuntime(Subagents):
         self._filters: dict[Agent, ToolFilter] = {}
         self._watchers: list[Effect] = []
         ctx.on(AGENT_TURN_END, self._on_turn_end)
-        ctx.on(AGENT_DISPOSED, self._cancel_children)
+        ctx.on(AGENT_DISPOSED, self._parent_disposed)
         ctx.effect(lambda: self._cancel_all, "cancel the running sub-agents")
 
     # --------------------------------------------------------------- the API
@@ -238,6 +239,8 @@ class SubagentRuntime(Subagents):
         del self._live[run.task_id]
         del self._by_child[run.child.session.id]
         del self._filters[run.child]
+        if run.parent.status == "disposed":  # nobody can ask for its outcome any more
+            del self._runs[run.task_id]
         if not self._live:
             for watcher in self._watchers:
                 watcher()
@@ -297,6 +300,13 @@ class SubagentRuntime(Subagents):
     def _cancel_all(self) -> None:
         for run in builtins.list(self._live.values()):
             run.cancel("the subagent plugin was unloaded")
+
+    def _parent_disposed(self, agent: Agent) -> None:
+        """Cancel the agent's running children and forget its settled ones (their ids are its own)."""
+        self._cancel_children(agent)
+        for task_id, run in builtins.list(self._runs.items()):
+            if run.parent is agent and task_id not in self._live:
+                del self._runs[task_id]
 
     def _cancel_children(self, agent: Agent) -> None:
         for run in builtins.list(self._live.values()):
