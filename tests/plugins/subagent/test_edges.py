@@ -244,6 +244,9 @@ async def test_background_tools_report_collect_and_refuse(tmp_path: Path) -> Non
         assert results["c3"].content == (text("bg answer"),)
         assert results["c4"].content == (text("bg answer"),)
         assert results["c5"].content == (text("sub-agent task subagent-1 had already finished (completed)"),)
+        (steered,) = data_json(parent.session, "steering/message")  # the notice, between two steps
+        assert "subagent-1 completed" in steered["content"][0]["text"]
+        assert "context/message" not in event_types(parent.session)
         other = h.agent("other")
         (run,) = service.runs(parent)
         execution = ToolExecution(call_id="x", name="subagent_output", arguments={"task_id": run.task_id}, agent=other)

@@ -4,9 +4,10 @@ Spawning (see :meth:`SubagentRuntime.spawn`): check the request and the depth, r
 the ``subagent/spawn`` waterfall, create the child through a fresh child fiber of the
 caller, log ``subagent/start`` in the parent's log, and start the run's driver as a
 task of the caller. When the run settles, ``subagent/end`` (outcome and usage) goes
-to the parent's log: inside its open turn, else in a one-shot ``injection`` turn
-(with a notice for a background run that finished on its own); nothing is written
-to a disposed parent with no open turn.
+to the parent's log: inside its open turn, else in a one-shot ``injection`` turn.
+A background run that finished on its own also leaves the parent a notice: steered
+into the running turn (so it lands between steps), else a ``context/message`` of
+that one-shot turn. Nothing is written to a disposed parent with no open turn.
 
 Cascade: a parent whose turn ends ``aborted`` or ``disposed``, or who is disposed,
 has every running child cancelled; a cancelled child aborts its step (its tools and
@@ -270,8 +271,8 @@ class SubagentRuntime(Subagents):
         session = parent.session
         if is_turn_open(session):
             session.append(kind, data)
-            if notice is not None:
-                session.append(ContextMessageEvent, MessageData(content=(text(notice),), source=_SOURCE))
+            if notice is not None:  # between the turn's steps, never between a tool call and its result
+                parent.steer((text(notice),), source=_SOURCE)
             return
         if parent.status == "disposed":
             return
