@@ -43,6 +43,7 @@ async def test_config_prints_the_default_profile_without_a_key(
         "permissions",
         "plan-mode",
         "workspace-instructions",
+        "subagent",
         "agent-loop",
         "llm-retry",
         "session-persistence-jsonl",
@@ -63,7 +64,7 @@ async def test_config_reflects_the_demo_invariants_and_model_options(capsys: pyt
 
 async def test_config_check_prints_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     assert await amain(["config", "--check"]) == 0
-    assert capsys.readouterr().out == "the built-in default profile: ok (17 plugins)\n"
+    assert capsys.readouterr().out == "the built-in default profile: ok (18 plugins)\n"
     assert await amain(["config", "--check", str(PROJECT / "examples" / "base.yml")]) == 0
     assert capsys.readouterr().out == f"{PROJECT / 'examples' / 'base.yml'}: ok (9 plugins)\n"
 

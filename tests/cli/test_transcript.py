@@ -35,6 +35,10 @@ def test_the_header_names_the_session_time_workspace_and_parent() -> None:
     assert header_lines(SessionHeader(version=1, id="s", created_at=0)) == ["session s", f"created {format_time(0)}"]
     full = header_lines(SessionHeader(version=1, id="s", created_at=0, cwd="/w", parent_session="p"))
     assert full[2:] == ["cwd /w", "forked from p"]
+    child = SessionHeader(version=1, id="c", created_at=0, parent_session="p", parent_call_id="c1", origin="subagent")
+    assert header_lines(child)[2:] == ["sub-agent of p (call c1)"]
+    api_child = SessionHeader(version=1, id="c", created_at=0, parent_session="p", origin="subagent")
+    assert header_lines(api_child)[2:] == ["sub-agent of p"]
 
 
 def test_messages_are_labelled_and_multi_line_text_is_indented() -> None:

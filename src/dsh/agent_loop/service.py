@@ -130,6 +130,9 @@ class AgentLoop(Service):
             cwd=header.cwd,
             parent_session=header.parent_session,
             seed_length=header.seed_length,
+            parent_call_id=header.parent_call_id,
+            origin=header.origin,
+            delegation_depth=header.delegation_depth,
         )
         session = self._sessions().create(options.resume_session_id, seed=loaded.events, meta=meta)
         return self.start(options.agent_id, options.agent_options or AgentOptions(), session)

@@ -9,7 +9,8 @@ as the YAML tree that boots the same:
   filesystem and the file tools (read, write, edit, glob, grep), the workspace's
   ``AGENTS.md`` in the system prompt (``workspace-instructions``), the ``permissions``
   plugin (modes, approvals, the settings file's rules; workspace-write and ask unless
-  a session says otherwise) with ``plan-mode``, the agent loop
+  a session says otherwise) with ``plan-mode``, sub-agents
+  (``subagent``: the ``subagent``, ``subagent_output`` and ``subagent_cancel`` tools), the agent loop
   (at most :data:`DEFAULT_MAX_STEPS` steps a turn),
   JSONL persistence under the sessions root, and the DeepSeek adapter, which reads
   ``$DEEPSEEK_API_KEY`` and ``$DEEPSEEK_BASE_URL`` itself (the key never appears in
@@ -162,6 +163,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("permissions", "permissions", dict(settings.permissions) if settings.permissions else None),
         _entry("plan-mode", "plan-mode"),
         _entry("workspace-instructions", "workspace-instructions"),  # AGENTS.md of each session's workspace
+        _entry("subagent", "subagent"),  # sub-agents, foreground and background (one level deep)
     ]
     if settings.mcp_servers:
         entries.append(_entry("mcp", "mcp", {"servers": settings.mcp_servers}))

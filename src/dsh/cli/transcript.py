@@ -78,7 +78,10 @@ def header_lines(meta: SessionHeader) -> list[str]:
     lines = [f"session {meta.id}", f"created {format_time(meta.created_at)}"]
     if isinstance(meta.cwd, str):
         lines.append(f"cwd {meta.cwd}")
-    if isinstance(meta.parent_session, str):
+    if meta.origin == "subagent":
+        call = f" (call {meta.parent_call_id})" if isinstance(meta.parent_call_id, str) else ""
+        lines.append(f"sub-agent of {meta.parent_session}{call}")
+    elif isinstance(meta.parent_session, str):
         copied = f" (its first {meta.seed_length} events)" if isinstance(meta.seed_length, int) else ""
         lines.append(f"forked from {meta.parent_session}{copied}")
     return lines

@@ -116,3 +116,22 @@ def test_a_price_entry_becomes_the_typed_value() -> None:
     assert entry.price() == ModelPrice(input=1, output=2, cache_read=0.1)
     written = budget.PriceConfig.model_validate({"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 1.25})
     assert written.price() == ModelPrice(input=1, output=2, cache_read=0.1, cache_write=1.25)
+
+
+async def test_a_sub_agents_usage_counts_against_the_parents_budget(tmp_path: Any) -> None:
+    from tests.plugins.subagent.helpers import boot, child_model
+
+    script = [
+        tool_call_response("c1", "subagent", {"description": "d", "prompt": "p", "model": "mock-child"}),
+        text_response("never asked"),
+    ]
+    async with Harness(script) as h:
+        await boot(h, tmp_path)
+        child_model(h, "mock-child", text_response("a long child answer " * 20))
+        await h.ctx.plugin(budget, {"maxCost": 0.2, "prices": {**PRICES, "mock-child": PRICES["mock"]}})
+        agent = h.agent()
+        agent.send([text("go")])
+        await agent.when_idle()
+        assert len(h.model.requests) == 1  # the parent's own step cost $0.015; the child's $0.41 ends the turn
+        (reason,) = _ends(agent.session.events)
+        assert type(reason) is MaxCostReason

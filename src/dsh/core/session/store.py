@@ -44,7 +44,8 @@ class SessionStore(Service):
         ``id`` defaults to ``session-<n>`` (a per-store counter from 1). ``seed`` starts
         the log (see :class:`Session`: its immutable events are shared, not copied).
         ``meta`` gives the header's ``cwd`` (absolute), ``parent_session``,
-        ``seed_length`` and ``created_at`` (default: now).
+        ``seed_length``, a sub-agent's ``parent_call_id``, ``origin`` and
+        ``delegation_depth``, and ``created_at`` (default: now).
 
         Raises ``HarnessError`` when the id is taken (``DUPLICATE_SESSION``), ``cwd`` is
         relative (``INVALID_CWD``) or the seed is invalid, in each case registering
@@ -72,6 +73,9 @@ class SessionStore(Service):
             cwd=cwd,
             parent_session=meta.parent_session,
             seed_length=meta.seed_length,
+            parent_call_id=meta.parent_call_id,
+            origin=meta.origin,
+            delegation_depth=meta.delegation_depth,
         )
         session = Session(id, seed, header)
         ctx = self.ctx

@@ -32,6 +32,13 @@ class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
     A fork's header names its source (``parent_session``) and how many of its first
     events were copied from it (``seed_length``, the fork point): events before that
     index are the source's history, not this session's own work.
+
+    A sub-agent's session (``origin`` ``"subagent"``) names the session of the agent
+    that started it (``parent_session``, without ``seed_length``: nothing was copied),
+    the tool call that did (``parent_call_id``, absent when started outside a tool
+    call) and its delegation depth (``delegation_depth``: 1 for a child of a top-level
+    agent, its parent's plus one below that; absent means 0). It is durable so that a
+    resumed child keeps its place in the delegation tree.
     """
 
     version: int
@@ -40,6 +47,9 @@ class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
     cwd: str | UnsetType = UNSET
     parent_session: str | UnsetType = UNSET
     seed_length: Count | UnsetType = UNSET
+    parent_call_id: str | UnsetType = UNSET
+    origin: Literal["subagent"] | UnsetType = UNSET
+    delegation_depth: Count | UnsetType = UNSET
 
 
 class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
@@ -49,6 +59,9 @@ class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
     parent_session: str | UnsetType = UNSET
     created_at: Count | UnsetType = UNSET
     seed_length: Count | UnsetType = UNSET
+    parent_call_id: str | UnsetType = UNSET
+    origin: Literal["subagent"] | UnsetType = UNSET
+    delegation_depth: Count | UnsetType = UNSET
 
 
 # ------------------------------------------------------------------ triggers

@@ -6,18 +6,20 @@
 Every front end reads usage through these names, so they all say the same.
 """
 
-from dsh.core.usage.ledger import PER_PRICE_UNIT, cost_of, own_start, summarize_usage
+from dsh.core.usage.ledger import PER_PRICE_UNIT, SUBAGENT_END, cost_of, delegated_usage, own_start, summarize_usage
 from dsh.core.usage.prices import DEFAULT_PRICES
 from dsh.core.usage.types import ModelPrice, TokenTotals, TurnUsage, UsageSummary
 
 __all__ = [
     "DEFAULT_PRICES",
     "PER_PRICE_UNIT",
+    "SUBAGENT_END",
     "ModelPrice",
     "TokenTotals",
     "TurnUsage",
     "UsageSummary",
     "cost_of",
+    "delegated_usage",
     "own_start",
     "summarize_usage",
 ]

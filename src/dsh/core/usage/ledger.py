@@ -3,20 +3,52 @@
 The log is the truth: every model step that reported usage logged a ``usage`` event
 ``{turn, step, usage}``, so any front end (or a fresh process reading a stored log)
 sums the same numbers. Steps are counted from ``step/start`` events, turns from
-``turn/start`` events.
+``turn/start`` events. A sub-agent's usage rolls up from the ``subagent/end`` event its
+parent's log holds (``data.usage``, the child's token totals), counted in the turn that
+event is logged in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
 from msgspec import UNSET, UnsetType
 
-from dsh.core.session import SessionEvent, SessionHeader, StepStartEvent, TurnStartEvent, UsageEvent
+from dsh.core.session import (
+    SessionEvent,
+    SessionHeader,
+    StepStartEvent,
+    TurnStartEvent,
+    UntypedEvent,
+    UsageEvent,
+    last_turn_number,
+)
 from dsh.core.usage.types import ModelPrice, TokenTotals, TurnUsage, UsageSummary
 
 PER_PRICE_UNIT = 1_000_000
 """Prices are per million tokens."""
+
+SUBAGENT_END = "subagent/end"
+"""The log event with a finished sub-agent's usage (``data.usage``: :class:`TokenTotals` JSON)."""
+
+
+def delegated_usage(event: SessionEvent) -> TokenTotals | None:
+    """The child's token totals a ``subagent/end`` event carries, else None.
+
+    Works for the typed event (``data.usage``) and for one read without its plugin
+    loaded (an :class:`~dsh.core.session.UntypedEvent`); malformed usage counts as none.
+    """
+    if event.type != SUBAGENT_END:
+        return None
+    if type(event) is UntypedEvent:
+        raw = event.data.get("usage") if isinstance(event.data, dict) else None
+        try:
+            return msgspec.convert(raw, TokenTotals)
+        except msgspec.ValidationError:
+            return None
+    usage = getattr(getattr(event, "data", None), "usage", None)
+    return usage if isinstance(usage, TokenTotals) else None
 
 
 def cost_of(tokens: TokenTotals, price: ModelPrice) -> float:
@@ -40,11 +72,15 @@ def summarize_usage(events: Sequence[SessionEvent], price: ModelPrice | None = N
 
     Pass ``start=own_start(header)`` to leave out what a fork copied from its source
     (that usage was the source's). A ``usage`` event of a turn whose ``turn/start`` lies
-    before ``start`` still counts, under its own turn number.
+    before ``start`` still counts, under its own turn number. Sub-agents' usage
+    (``subagent/end``) is included in the turn and total tokens, and summed apart in
+    ``delegated`` (``UNSET`` when no sub-agent ended).
     """
     steps: dict[int, int] = {}
     tokens: dict[int, TokenTotals] = {}
     empty = TokenTotals()
+    current = last_turn_number(events[:start]) if start else 0
+    delegated: TokenTotals | UnsetType = UNSET
     for event in events[start:]:
         if type(event) is UsageEvent:
             usage = event.data
@@ -55,9 +91,15 @@ def summarize_usage(events: Sequence[SessionEvent], price: ModelPrice | None = N
             steps[turn] = steps.get(turn, 0) + 1
             tokens.setdefault(turn, empty)
         elif type(event) is TurnStartEvent:
-            turn = event.data.turn
+            current = turn = event.data.turn
             steps.setdefault(turn, 0)
             tokens.setdefault(turn, empty)
+        else:
+            child = delegated_usage(event)
+            if child is not None:
+                steps.setdefault(current, 0)
+                tokens[current] = tokens.get(current, empty).plus(child)
+                delegated = (delegated if isinstance(delegated, TokenTotals) else empty).plus(child)
     total = empty
     turns: list[TurnUsage] = []
     for turn, counted in tokens.items():
@@ -69,4 +111,5 @@ def summarize_usage(events: Sequence[SessionEvent], price: ModelPrice | None = N
         steps=sum(steps.values()),
         tokens=total,
         cost=UNSET if price is None else cost_of(total, price),
+        delegated=delegated,
     )

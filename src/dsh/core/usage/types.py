@@ -64,9 +64,14 @@ class TurnUsage(Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 class UsageSummary(Struct, frozen=True, kw_only=True, rename="camel"):
-    """A log's usage: per turn (in log order), and summed over them."""
+    """A log's usage: per turn (in log order), and summed over them.
+
+    ``delegated`` is the part of ``tokens`` that sub-agents used (``UNSET`` when none
+    did); ``cost`` prices all of ``tokens`` at the one price given.
+    """
 
     turns: tuple[TurnUsage, ...]
     steps: Count
     tokens: TokenTotals
     cost: float | UnsetType = UNSET
+    delegated: TokenTotals | UnsetType = UNSET

@@ -2,7 +2,8 @@
 
 Before every model call (``agent/step-start``) it prices what the agent's session has
 spent so far, from the logged ``usage`` events after a fork's copied prefix (the
-source's spending is not this session's), at the price of the agent's model
+source's spending is not this session's) and its sub-agents' usage (``subagent/end``),
+at the price of the agent's model
 (``model`` in the config overrides it). When that reaches ``maxCost`` the listener
 raises :class:`~dsh.core.agent.EndTurn`: the step closes without asking the model and
 the turn ends with reason ``{"kind": "max-cost", "limit": ..., "cost": ...}``. Every
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dsh.core.agent import AGENT_STEP_START, Agent, EndTurn
 from dsh.core.errors import HarnessError
 from dsh.core.session import MaxCostReason, Session, UsageEvent
-from dsh.core.usage import DEFAULT_PRICES, ModelPrice, TokenTotals, cost_of, own_start
+from dsh.core.usage import DEFAULT_PRICES, ModelPrice, TokenTotals, cost_of, delegated_usage, own_start
 from dsh.kernel import Context
 
 name = "budget"
@@ -75,6 +76,10 @@ class _Meter:
         for event in events[self.read :]:
             if type(event) is UsageEvent:
                 totals = totals.plus(event.data.usage)
+            else:
+                child = delegated_usage(event)  # a sub-agent's usage, rolled up into this log
+                if child is not None:
+                    totals = totals.plus(child)
         self.read = len(events)
         self.totals = totals
         return totals
