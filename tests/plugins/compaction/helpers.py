@@ -2,7 +2,7 @@
 
 The model (:class:`GrowingModel`, played through :class:`~dsh.testing.scripted.ScriptedModel`
 entries) answers a summary request (the last message is the summary instruction) with
-``summary(request)``, and any other request with a call of ``probe`` until ``steps``
+``summary(request)`` (a text, or the chunks to stream; it may raise), and any other request with a call of ``probe`` until ``steps``
 calls were made, then with text. Its usage is the request's own chars/4 size, as a
 provider would measure it.
 """
@@ -74,7 +74,9 @@ def short_summary(options: GenerateOptions) -> str:
 class GrowingModel:
     """The script of a growing session; see the module docstring."""
 
-    def __init__(self, steps: int, summary: Callable[[GenerateOptions], str] = short_summary) -> None:
+    def __init__(
+        self, steps: int, summary: Callable[[GenerateOptions], str | list[StreamChunk]] = short_summary
+    ) -> None:
         self.steps = steps
         self.summary = summary
         self.calls = 0
@@ -84,7 +86,8 @@ class GrowingModel:
     def __call__(self, options: GenerateOptions) -> list[StreamChunk]:
         if is_summary_request(options):
             self.summaries.append(options)
-            return text_chunks(options, self.summary(options))
+            answer = self.summary(options)
+            return text_chunks(options, answer) if isinstance(answer, str) else answer
         self.requests.append(options)
         if self.calls >= self.steps:
             return text_chunks(options, "all probes done")
