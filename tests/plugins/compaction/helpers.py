@@ -43,7 +43,9 @@ def is_summary_request(options: GenerateOptions) -> bool:
 
 def usage_of(options: GenerateOptions, output: int) -> UsageChunk:
     return UsageChunk(
-        usage=TokenUsage(input_tokens=estimate_request(options.system, options.tools, options.messages), output_tokens=output)
+        usage=TokenUsage(
+            input_tokens=estimate_request(options.system, options.tools, options.messages), output_tokens=output
+        )
     )
 
 
@@ -103,4 +105,6 @@ def register_probe(h: Harness, size: int = BIG) -> None:
         line = f"probe {args.get('n')} output line. "
         return (TextBlock(text=(line * (size // len(line) + 1))[:size]),)
 
-    h.tools.register(ToolDefinition(name="probe", description="print a big output", parameters={"type": "object"}, execute=probe))
+    h.tools.register(
+        ToolDefinition(name="probe", description="print a big output", parameters={"type": "object"}, execute=probe)
+    )

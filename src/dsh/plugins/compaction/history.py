@@ -102,8 +102,8 @@ def tail_start(events: Sequence[SessionEvent], start: int, budget: int) -> int:
 def choose_cut(events: Sequence[SessionEvent], start: int, budget: int | None) -> int | None:
     """The cut keeping the smallest balanced tail of at least ``budget`` tokens; None if nothing can go.
 
-    ``budget`` None keeps the newest unit only (the deepest balanced cut). A cut must
-    leave at least one message before it to summarize.
+    ``budget`` None, or a history too small for it, keeps the newest unit only (the
+    deepest balanced cut). A cut must leave at least one message before it to summarize.
     """
     points = [p for p in cut_points(events, start) if _has_message(events, start, p)]
     if not points:
@@ -112,7 +112,7 @@ def choose_cut(events: Sequence[SessionEvent], start: int, budget: int | None) -
         return points[-1]
     boundary = tail_start(events, start, budget)
     fitting = [p for p in points if p <= boundary]
-    return fitting[-1] if fitting else points[0]
+    return fitting[-1] if fitting else points[-1]
 
 
 def _has_message(events: Sequence[SessionEvent], start: int, end: int) -> bool:

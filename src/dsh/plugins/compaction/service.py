@@ -71,6 +71,10 @@ class _FailedError(Exception):
     """An attempt that changes nothing; the message says why."""
 
 
+class _NothingError(_FailedError):
+    """Nothing can be compacted (a manual attempt then logs nothing)."""
+
+
 class _State:
     """One session's compaction state: the meter, the failure count, the lock."""
 
@@ -220,6 +224,8 @@ class Compaction(Service):
         try:
             data = await self._plan(agent.session, turn, step, request, tokens, trigger, instructions)
         except _FailedError as failed:
+            if trigger == "manual" and isinstance(failed, _NothingError):
+                return CompactionResult(compacted=False, message=str(failed), tokens_before=tokens, tokens_after=tokens)
             data = CompactionData(
                 trigger=trigger, turn=turn, step=step, tokens_before=tokens, error=redact_secrets(str(failed))
             )
@@ -257,7 +263,7 @@ class Compaction(Service):
         if cut is None:
             if pruned:
                 return _with_after(data, after)
-            raise _FailedError("nothing to compact: the history is a single exchange")
+            raise _NothingError("nothing to compact: the history is a single exchange")
         probe = CompactionData(trigger=trigger, summary="", kept_from=cut)
         kept = len(self._derived_with(session, probe)) - 1
         prefix = request.messages[: max(0, len(request.messages) - kept)]
