@@ -127,7 +127,7 @@ def test_a_compaction_line_round_trips_without_its_absent_fields() -> None:
     event = compaction(session, summary="x", keptFrom=0, tokensBefore=10, tokensAfter=2)
     line = session_event_line(event)
     assert line == (
-        '{"type":"compaction","seq":0,"time":%d,"data":{"trigger":"pressure","summary":"x","keptFrom":0,'
-        '"tokensBefore":10,"tokensAfter":2}}' % event.time
+        f'{{"type":"compaction","seq":0,"time":{event.time},"data":{{"trigger":"pressure","summary":"x",'
+        '"keptFrom":0,"tokensBefore":10,"tokensAfter":2}}'
     )
     assert parse_session_event_line(line) == event

@@ -94,7 +94,7 @@ class GrowingModel:
         if self.calls >= self.steps:
             return text_chunks(options, "all probes done")
         self.calls += 1
-        return call_chunks(options, f"call-{self.calls}", '{"n":%d}' % self.calls)
+        return call_chunks(options, f"call-{self.calls}", f'{{"n":{self.calls}}}')
 
     def load(self, h: Harness, entries: int) -> None:
         h.model.push(*([self] * entries))

@@ -13,7 +13,7 @@ from dsh.plugins.compaction import AGENT_COMPACTION, Compaction, CompactionNotic
 from dsh.testing.harness import Harness
 from dsh.testing.logs import data_json
 from dsh.testing.scripted import error_finish
-from tests.plugins.compaction.helpers import GrowingModel, is_summary_request, register_probe, text_chunks
+from tests.plugins.compaction.helpers import GrowingModel, register_probe, text_chunks
 
 WINDOW = 8_000
 

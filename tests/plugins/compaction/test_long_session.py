@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 from dsh.core.llm import encode, text
-from dsh.core.persistence import SESSION_PERSISTENCE
 from dsh.core.session import AssistantChunkEvent, CompactionEvent, derive_messages
-from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.plugins.compaction import AGENT_COMPACTION, Compaction, CompactionNotice, estimate_request
+from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.testing.harness import Harness
 from tests.plugins.compaction.helpers import GrowingModel, register_probe
 
@@ -50,7 +49,8 @@ async def test_a_300_step_session_stays_under_the_window_and_derives_the_same_re
         sizes = [estimate_request(r.system, r.tools, r.messages) for r in model.requests]
         events = list(session.events)
         session_id = session.id
-    assert model.calls == STEPS and len(model.requests) == STEPS + 1
+    assert model.calls == STEPS
+    assert len(model.requests) == STEPS + 1
     assert max(sizes) < WINDOW
     compactions = [event for event in events if type(event) is CompactionEvent]
     assert any(event.data.summary for event in compactions)

@@ -37,15 +37,18 @@ async def test_compact_summarizes_an_idle_agent_between_turns_with_the_conversat
         result = await h.ctx[COMPACTION].compact(agent, "keep the word 'twice'")  # type: ignore[arg-type]
         last_turn = h.model.requests[1]
         summary = h.model.requests[2]
-        assert result.compacted and result.tokens_after < result.tokens_before
+        assert result.compacted
+        assert result.tokens_after < result.tokens_before
         assert result.message.startswith("compacted the history (summarized)")
         assert summary.system == last_turn.system == "Be brief."
         assert summary.messages[:3] == last_turn.messages[:3]
         assert text_of(summary.messages[-1].content) == f"{SUMMARY_INSTRUCTION}\n\nAlso: keep the word 'twice'"
         assert summary.max_tokens == 8192
         event = result.event
-        assert type(event) is CompactionEvent and event.seq == agent.session.seq - 1  # type: ignore[attr-defined]
-        assert event.data.trigger == "manual" and event.data.turn is event.data.step  # both UNSET
+        assert type(event) is CompactionEvent
+        assert event.seq == agent.session.seq - 1
+        assert event.data.trigger == "manual"
+        assert event.data.turn is event.data.step
         messages = agent.session.derive_messages()
         assert text_of(messages[0].content) == SUMMARY_HEADER + "We talked twice."
         assert [m.role for m in messages] == ["user", "assistant"]  # the summary, then the newest unit: the last answer
@@ -53,7 +56,7 @@ async def test_compact_summarizes_an_idle_agent_between_turns_with_the_conversat
         h.model.push(text_response("third answer"))
         agent.send([text("third")])
         await agent.when_idle()
-        assert h.model.requests[3].messages == messages + [h.model.requests[3].messages[-1]]
+        assert h.model.requests[3].messages == [*messages, h.model.requests[3].messages[-1]]
 
 
 async def test_the_command_handler_says_what_happened() -> None:
@@ -79,8 +82,10 @@ async def test_a_service_that_saw_no_request_compacts_with_the_prompt_the_loop_s
         result = await h.ctx[COMPACTION].compact(agent)  # type: ignore[arg-type]
         sent, summary = h.model.requests[1], h.model.requests[2]
         assert result.compacted
-        assert summary.system == sent.system and "Follow the rules." in (summary.system or "")
-        assert summary.tools == sent.tools and summary.tools
+        assert summary.system == sent.system
+        assert "Follow the rules." in (summary.system or "")
+        assert summary.tools == sent.tools
+        assert summary.tools
 
 
 async def test_compact_refuses_a_running_agent_and_an_agent_without_a_model() -> None:
@@ -111,7 +116,8 @@ async def test_a_failed_manual_summary_is_logged_and_does_not_count_toward_the_s
         for _ in range(4):
             h.model.push(text_response("x " * 5000))
             result = await service.compact(agent)  # type: ignore[arg-type]
-            assert not result.compacted and "did not shrink" in result.message
+            assert not result.compacted
+            assert "did not shrink" in result.message
         errors = [e.data.error for e in agent.session.events if type(e) is CompactionEvent]
         assert len(errors) == 4
 

@@ -97,7 +97,8 @@ async def test_a_second_refusal_in_the_same_step_ends_the_turn_with_the_error() 
         await turn(agent, "hi")
         await turn(agent, "again")
         last = data_json(agent.session, "turn/end")[-1]["reason"]
-        assert last["kind"] == "error" and last["code"] == "CONTEXT_WINDOW_EXCEEDED"
+        assert last["kind"] == "error"
+        assert last["code"] == "CONTEXT_WINDOW_EXCEEDED"
         assert len(server.requests) == 4
         assert len([event for event in agent.session.events if type(event) is CompactionEvent]) == 1
 
