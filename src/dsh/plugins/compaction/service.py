@@ -251,44 +251,44 @@ class Compaction(Service):
         view = log_view(events)
         retain = int(window * config.retain)
         pruned: tuple[PrunedResult, ...] = ()
+        fallback: CompactionData | None = None  # the pruning alone, if the summary cannot be had
         if trigger != "manual":
             protected = tail_start(events, view.kept_from, retain)
             pruned = tuple(prunable(events, view, protected, config.prune_chars, config.keep_chars))
             if pruned:
-                data = CompactionData(trigger=trigger, turn=turn, step=step, pruned=pruned, tokens_before=tokens)
-                after = self._size_with(session, data, request)
+                only = CompactionData(trigger=trigger, turn=turn, step=step, pruned=pruned, tokens_before=tokens)
+                after = self._size_with(session, only, request)
+                fallback = _with_after(only, after)
                 if trigger == "pressure" and after < config.threshold * window:
-                    return _with_after(data, after)
+                    return fallback
         cut = choose_cut(events, view.kept_from, None if trigger == "context-overflow" else retain)
-        if cut is None:
-            if pruned:
-                return _with_after(data, after)
-            raise _NothingError("nothing to compact: the history is a single exchange")
-        probe = CompactionData(trigger=trigger, summary="", kept_from=cut)
-        kept = len(self._derived_with(session, probe)) - 1
-        prefix = request.messages[: max(0, len(request.messages) - kept)]
         try:
+            if cut is None:
+                raise _NothingError("nothing to compact: the history is a single exchange")
+            probe = CompactionData(trigger=trigger, summary="", kept_from=cut)
+            kept = len(self._derived_with(session, probe)) - 1
+            prefix = request.messages[: max(0, len(request.messages) - kept)]
             text, usage = await self._summarize(request, prefix, instructions)
-        except _FailedError:
-            if pruned:
-                return _with_after(data, after)
-            raise
-        data = CompactionData(
-            trigger=trigger,
-            turn=turn,
-            step=step,
-            summary=SUMMARY_HEADER + text,
-            kept_from=cut,
-            pruned=tuple([entry for entry in pruned if entry.original_seq >= cut]),
-            tokens_before=tokens,
-            model=request.model,
-            usage=UNSET if usage is None else usage,
-        )
-        after = self._size_with(session, data, request)
-        if after >= tokens:
-            raise _FailedError(
-                f"the summary did not shrink the history (~{tokens} -> ~{after} tokens); it was not used"
+            data = CompactionData(
+                trigger=trigger,
+                turn=turn,
+                step=step,
+                summary=SUMMARY_HEADER + text,
+                kept_from=cut,
+                pruned=tuple([entry for entry in pruned if entry.original_seq >= cut]),
+                tokens_before=tokens,
+                model=request.model,
+                usage=UNSET if usage is None else usage,
             )
+            after = self._size_with(session, data, request)
+            if after >= tokens:
+                raise _FailedError(
+                    f"the summary did not shrink the history (~{tokens} -> ~{after} tokens); it was not used"
+                )
+        except _FailedError:
+            if fallback is not None:
+                return fallback
+            raise
         return _with_after(data, after)
 
     async def _summarize(
