@@ -42,6 +42,7 @@ async def test_config_prints_the_default_profile_without_a_key(
         "workspace-instructions",
         "agent-loop",
         "llm-retry",
+        "compaction",
         "session-persistence-jsonl",
         "llm-deepseek",
     ]

@@ -70,6 +70,7 @@ COMMANDS: dict[str, str] = {
     "acp": "dsh.cli.serve_acp",
     "sessions": "dsh.cli.sessions",
     "config": "dsh.cli.show_config",
+    "compact": "dsh.cli.compact",
 }
 """Each subcommand's module; it defines ``async def command(args) -> int``."""
 
@@ -255,6 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("id", metavar="ID")
     remove = actions.add_parser("rm", parents=[shared], help="delete a session")
     remove.add_argument("id", metavar="ID")
+
+    compact = commands.add_parser(
+        "compact",
+        parents=[shared],
+        help="summarize a stored session's older history now, so later turns send less",
+        description="Resume the persisted session ID and compact its history with one summary request "
+        "(the compaction plugin of the profile); the next --resume sees the summary and the recent turns.",
+    )
+    compact.add_argument("id", metavar="ID")
+    compact.add_argument("--instructions", metavar="TEXT", help="what the summary must keep, added to its instruction")
 
     config = commands.add_parser(
         "config",

@@ -76,11 +76,19 @@ async def test_failed_summary_requests_count_as_failures_and_never_fail_the_step
 
 
 async def test_a_compaction_that_leaves_the_request_over_the_threshold_counts_as_a_failure() -> None:
-    # a tail of 79% of the window kept verbatim leaves every compacted request over 80% once outputs are big
+    # a system prompt of 85% of the window: every compaction shrinks the history, none enough
     model = GrowingModel(60)
     async with Harness(loop_config={"agents": [], "maxSteps": 70}) as h:
-        notices = await run(model, h, {"retain": 0.79, "maxFailures": 2})
+        await h.ctx.plugin(Compaction, {"contextWindow": WINDOW, "maxFailures": 3})
+        notices: list[CompactionNotice] = []
+        h.ctx.on(AGENT_COMPACTION, lambda _agent, notice: notices.append(notice))
+        register_probe(h)
+        model.load(h, 80)
+        agent = h.agent(system_prompt="Rules. " * int(WINDOW * 0.85 * 4 / 7))
+        agent.send([text("probe")])
+        await agent.when_idle()
     kinds = [n.kind for n in notices]
     assert kinds[-1] == "stopped"
     assert kinds.count("stopped") == 1
     assert "compacted" in kinds  # it shrank the history, not enough: that counts as a failure too
+    assert len(kinds) == 4

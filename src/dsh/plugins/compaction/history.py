@@ -103,9 +103,10 @@ def choose_cut(events: Sequence[SessionEvent], start: int, budget: int | None) -
     """The cut keeping the smallest balanced tail of at least ``budget`` tokens; None if nothing can go.
 
     ``budget`` None, or a history too small for it, keeps the newest unit only (the
-    deepest balanced cut). A cut must leave at least one message before it to summarize.
+    deepest balanced cut). A cut must leave at least one answer of the model before it
+    (a summary of a lone prompt would only say it again).
     """
-    points = [p for p in cut_points(events, start) if _has_message(events, start, p)]
+    points = [p for p in cut_points(events, start) if _has_answer(events, start, p)]
     if not points:
         return None
     if budget is None:
@@ -115,8 +116,8 @@ def choose_cut(events: Sequence[SessionEvent], start: int, budget: int | None) -
     return fitting[-1] if fitting else points[-1]
 
 
-def _has_message(events: Sequence[SessionEvent], start: int, end: int) -> bool:
-    return any(isinstance(event, _MESSAGE_EVENTS) for event in events[start:end])
+def _has_answer(events: Sequence[SessionEvent], start: int, end: int) -> bool:
+    return any(type(event) is AssistantMessageEvent for event in events[start:end])
 
 
 def pruned_content(content: tuple[ContentBlock, ...], keep: int) -> tuple[str, tuple[ContentBlock, ...]]:

@@ -154,7 +154,8 @@ class Compaction(Service):
             tokens = state.meter.measure(session, request)
             window = self.config.window(request.model)
             if tokens >= self.config.threshold * window:
-                result = await self._attempt(agent, state, turn, step, request, tokens, "pressure")
+                estimated = estimate_request(request.system, request.tools, request.messages)  # like the result's
+                result = await self._attempt(agent, state, turn, step, request, estimated, "pressure")
                 if result.compacted:
                     request.messages = session.derive_messages()
                     state.meter.reset()
@@ -219,7 +220,7 @@ class Compaction(Service):
         trigger: str,
         instructions: str | None = None,
     ) -> CompactionResult:
-        """One compaction attempt, logged and announced; see the module docstring."""
+        """One compaction attempt, logged and announced; ``tokens`` is the chars/4 estimate of ``request``."""
         state.busy = True
         try:
             data = await self._plan(agent.session, turn, step, request, tokens, trigger, instructions)
