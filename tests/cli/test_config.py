@@ -61,7 +61,7 @@ async def test_config_reflects_the_demo_invariants_and_model_options(capsys: pyt
 
 async def test_config_check_prints_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     assert await amain(["config", "--check"]) == 0
-    assert capsys.readouterr().out == "the built-in default profile: ok (14 plugins)\n"
+    assert capsys.readouterr().out == "the built-in default profile: ok (15 plugins)\n"
     assert await amain(["config", "--check", str(PROJECT / "examples" / "base.yml")]) == 0
     assert capsys.readouterr().out == f"{PROJECT / 'examples' / 'base.yml'}: ok (9 plugins)\n"
 
