@@ -6,8 +6,9 @@ mode, as the examples load it), the local bash executor and the bash tools,
 a persistence backend, the DeepSeek adapter pointed at a wire server with the
 ``llm-retry`` policy (idle: the wire server never fails), optionally the
 ``compaction`` plugin (idle: the window is never reached), an in-process no-op tool,
-and the agent loop (whose parallel tool-call pool is idle with one call per step). Only the model is fake (the wire server, in the parent
-process); everything else is the code that ships.
+and the agent loop (whose parallel tool-call pool is idle with one call per step).
+Only the model is fake (the wire server, in the parent process); everything else is
+the code that ships.
 
 The DeepSeek adapter is the ``llm-deepseek`` plugin as it ships (one aiohttp session,
 its default pool), pointed at the wire server and serving :data:`MODEL`.

@@ -9,7 +9,7 @@ import pytest
 from dsh.core.errors import LlmError
 from dsh.core.llm import GenerateOptions, StreamChunk, text
 from dsh.core.session import CompactionEvent
-from dsh.plugins.compaction import AGENT_COMPACTION, Compaction, CompactionNotice
+from dsh.plugins.compaction import AGENT_COMPACTION, COMPACTION, Compaction, CompactionNotice
 from dsh.testing.harness import Harness
 from dsh.testing.logs import data_json
 from dsh.testing.scripted import error_finish
@@ -87,8 +87,16 @@ async def test_a_compaction_that_leaves_the_request_over_the_threshold_counts_as
         agent = h.agent(system_prompt="Rules. " * int(WINDOW * 0.85 * 4 / 7))
         agent.send([text("probe")])
         await agent.when_idle()
-    kinds = [n.kind for n in notices]
-    assert kinds[-1] == "stopped"
-    assert kinds.count("stopped") == 1
-    assert "compacted" in kinds  # it shrank the history, not enough: that counts as a failure too
-    assert len(kinds) == 4
+        kinds = [n.kind for n in notices]
+        assert kinds[-1] == "stopped"
+        assert kinds.count("stopped") == 1
+        assert "compacted" in kinds  # it shrank the history, not enough: that counts as a failure too
+        assert len(kinds) == 4
+        # a manual compaction that works turns automatic compaction back on
+        model.steps += 3
+        result = await h.ctx[COMPACTION].compact(agent)  # type: ignore[arg-type]
+        assert result.compacted
+        agent.send([text("three more")])
+        await agent.when_idle()
+        assert len(notices) > 5
+        assert notices[5].trigger == "pressure"

@@ -30,7 +30,7 @@ def test_the_meter_adds_an_estimate_of_the_new_messages_to_the_provider_measure(
     meter = Meter()
     first = GenerateOptions(model="m", messages=session.derive_messages(), system="sys")
     assert meter.measure(session, first) == estimate_request("sys", None, first.messages)
-    meter.sent(session, first)
+    meter.sent(session, first, 40)
     session.append("step/start", step(1, 1))
     session.append(
         "usage", {"turn": 1, "step": 1, "usage": {"inputTokens": 100, "outputTokens": 7, "cacheReadTokens": 50}}
@@ -43,14 +43,22 @@ def test_the_meter_adds_an_estimate_of_the_new_messages_to_the_provider_measure(
     assert meter.measure(session, later) == estimate_request("sys", None, later.messages)
 
 
-def test_without_provider_usage_the_meter_estimates_the_whole_request() -> None:
+def test_without_provider_usage_the_meter_adds_the_new_messages_to_the_previous_measure() -> None:
     session = Session("s")
     session.append("turn/start", turn_start(1))
     session.append("user/message", user_message("hi"))
     meter = Meter()
     request = GenerateOptions(model="m", messages=session.derive_messages())
-    meter.seq, meter.count = 0, 0  # the previous request went out at the very start of the log
-    assert meter.measure(session, request) == estimate_request(None, None, request.messages)
+    meter.sent(session, request, 25)
+    session.append("user/message", user_message("more"))
+    later = GenerateOptions(model="m", messages=session.derive_messages())
+    assert meter.measure(session, later) == 25 + estimate_request(None, None, later.messages[1:])
+    meter.sent(session, later, None)  # not measured (just compacted): the next one is estimated whole
+    session.append("user/message", user_message("again"))
+    last = GenerateOptions(model="m", messages=session.derive_messages())
+    assert meter.measure(session, last) == estimate_request(None, None, last.messages)
+    meter.seq = 0  # a log read from its start holds no usage either
+    assert meter.measure(session, last) == estimate_request(None, None, last.messages)
 
 
 def test_a_log_view_follows_a_cut_without_a_summary() -> None:

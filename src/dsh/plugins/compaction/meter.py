@@ -4,10 +4,11 @@ The provider measured the previous request: its ``usage`` (input, cached input a
 output tokens) is logged after the step's answer. The next request is that request,
 plus the answer, plus what was logged since (tool results, steering, a new prompt):
 the meter adds a chars/4 estimate (:func:`~.history.estimate`) of the messages
-past the ones the previous request had. With no usage to start from (the first
-request in this process, a provider that reports none, a history just compacted) it
-estimates the whole request. Per step it reads only the events logged since the
-previous request, from the end.
+past the ones the previous request had. A provider that reports no usage gets the
+previous request's measure plus the estimate of the messages added since. Only the
+first request in this process and the first after a compaction are estimated whole.
+Per step it reads only the events logged since the previous request, from the end,
+and encodes only the new messages.
 """
 
 from __future__ import annotations
@@ -20,20 +21,23 @@ from dsh.plugins.compaction.history import estimate, estimate_request
 class Meter:
     """One session's meter: the previous request's message count and log position."""
 
-    __slots__ = ("count", "seq")
+    __slots__ = ("count", "seq", "tokens")
 
     def __init__(self) -> None:
         self.count = 0
         self.seq: int | None = None  # the log position of the previous request, None: measure afresh
+        self.tokens: int | None = None  # the previous request's measure
 
     def reset(self) -> None:
         """Forget the previous request (the history was rebuilt): the next measure estimates everything."""
         self.seq = None
+        self.tokens = None
 
-    def sent(self, session: Session, request: GenerateOptions) -> None:
-        """Note that ``request`` goes out now."""
+    def sent(self, session: Session, request: GenerateOptions, tokens: int | None) -> None:
+        """Note that ``request``, measured ``tokens`` (None: not measured), goes out now."""
         self.count = len(request.messages)
         self.seq = session.seq
+        self.tokens = tokens
 
     def measure(self, session: Session, request: GenerateOptions) -> int:
         """The estimated size of ``request`` in tokens (see the module docstring)."""
@@ -52,4 +56,6 @@ class Meter:
                         + usage.output_tokens
                     )
                     return measured + estimate(messages[self.count + 1 :])
+            if self.tokens is not None:
+                return self.tokens + estimate(messages[self.count :])
         return estimate_request(request.system, request.tools, messages)

@@ -101,6 +101,7 @@ class Compaction(Service):
         super().__init__(ctx, COMPACTION)
         self.config = config
         self._states: weakref.WeakKeyDictionary[Session, _State] = weakref.WeakKeyDictionary()
+        self._windows: dict[str, int] = {}  # config.window() by model, resolved once
         if config.auto:
             ctx.on(AGENT_REQUEST, self._on_request)
             ctx.on(AGENT_REQUEST_ERROR, self._on_request_error)
@@ -150,16 +151,19 @@ class Compaction(Service):
         session = agent.session
         state = self._state(session)
         state.system, state.tools = request.system, request.tools
+        tokens: int | None = None
         if request.model and not state.stopped and not state.busy:
             tokens = state.meter.measure(session, request)
-            window = self.config.window(request.model)
+            window = self._windows.get(request.model)
+            if window is None:
+                window = self._windows[request.model] = self.config.window(request.model)
             if tokens >= self.config.threshold * window:
                 estimated = estimate_request(request.system, request.tools, request.messages)  # like the result's
                 result = await self._attempt(agent, state, turn, step, request, estimated, "pressure")
                 if result.compacted:
                     request.messages = session.derive_messages()
-                    state.meter.reset()
-        state.meter.sent(session, request)
+                    tokens = None
+        state.meter.sent(session, request, tokens)
         return request
 
     async def _on_request_error(
@@ -186,8 +190,7 @@ class Compaction(Service):
         if not result.compacted:
             return await proceed()
         request.messages = session.derive_messages()
-        state.meter.reset()
-        state.meter.sent(session, request)
+        state.meter.sent(session, request, None)
         return True
 
     # ---------------------------------------------------------------- attempts
@@ -199,7 +202,7 @@ class Compaction(Service):
 
     async def _prompt(self, agent: Agent) -> tuple[str | None, list[ToolSchema] | None]:
         """The system prompt and tools the loop would send (before ``agent/request`` listeners)."""
-        prompts = self.ctx.get(SYSTEM_PROMPT)
+        prompts = self.own_ctx.get(SYSTEM_PROMPT)
         parts = [agent.options.system_prompt or ""]
         tools: list[ToolSchema] | None = None
         if prompts is not None:
@@ -307,7 +310,7 @@ class Compaction(Service):
         )
         signal = request.signal
         try:
-            result = await self.ctx[LLM].generate(options)
+            result = await self.own_ctx[LLM].generate(options)  # on the plugin's behalf, whoever asked
         except LlmError as error:
             if signal is not None and signal.aborted:
                 raise
@@ -345,6 +348,9 @@ class Compaction(Service):
             relieved = not automatic or model is None or after < self.config.threshold * self.config.window(model)
         if automatic:
             state.failures = 0 if relieved else state.failures + 1
+        elif compacted:  # a manual compaction that worked gives automatic compaction a fresh start
+            state.failures = 0
+            state.stopped = False
         self._notify(
             agent,
             CompactionNotice(
