@@ -98,3 +98,17 @@ async def test_an_automatic_compaction_is_said_on_stderr(
     assert await amain(["run", "--config", str(tree), "--resume", session_id, "second"]) == 0
     err = capsys.readouterr().err
     assert "dsh: compacted the history (summarized): ~" in err
+
+
+async def test_compact_without_a_model_to_summarize_with_fails_naming_it(
+    tmp_path: Path, sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await amain(["run", "--demo", *common(sessions_root, workspace), "echo hi"]) == 0
+    session_id = session_id_of(capsys.readouterr().err)
+    settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
+    entries = [entry for entry in profile_entries(settings) if entry["id"] != "model"]
+    tree = write_tree(tmp_path / "tree.yml", entries)
+    assert await amain(["compact", "--config", str(tree), session_id]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert f'cannot compact session "{session_id}"' in err
+    assert "has no model to summarize with" in err
