@@ -4,9 +4,11 @@
 (llm, sessions, system prompt, tools, agents), optionally the invariants plugin (dev
 mode, as the examples load it), the local bash executor and the bash tools,
 a persistence backend, the DeepSeek adapter pointed at a wire server with the
-``llm-retry`` policy (idle: the wire server never fails), an in-process no-op tool,
-and the agent loop. Only the model is fake (the wire server, in the parent
-process); everything else is the code that ships.
+``llm-retry`` policy (idle: the wire server never fails), optionally the
+``compaction`` plugin (idle: the window is never reached), an in-process no-op tool,
+and the agent loop (whose parallel tool-call pool is idle with one call per step).
+Only the model is fake (the wire server, in the parent process); everything else is
+the code that ships.
 
 The DeepSeek adapter is the ``llm-deepseek`` plugin as it ships (one aiohttp session,
 its default pool), pointed at the wire server and serving :data:`MODEL`.
@@ -31,6 +33,7 @@ from dsh.core.system_prompt import SystemPrompt
 from dsh.core.tools import TOOLS, ToolExecution, ToolRegistry, define_tool
 from dsh.kernel import Context, PluginSpec
 from dsh.plugins.bash_local import LocalBashExecutor
+from dsh.plugins.compaction import Compaction
 from dsh.plugins.fs_local import LocalFileSystem
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.plugins.persistence_sqlite import SessionPersistenceSqlite
@@ -56,7 +59,7 @@ class StackOptions:
     unless ``persistence`` is ``"none"``); ``pg_schema`` is the PostgreSQL schema.
     ``fs_root`` loads the local filesystem (rooted there) and the file tools.
     ``freeze_startup`` freezes the start-up objects as the ``dsh`` process does (see
-    :func:`boot`).
+    :func:`boot`). ``compaction`` loads the compaction plugin (with the adapter).
     """
 
     base_url: str | None = None
@@ -69,6 +72,7 @@ class StackOptions:
     fs_root: str | None = None
     loop: bool = True
     freeze_startup: bool = False
+    compaction: bool = False
 
 
 async def _noop(_args: Any, _execution: ToolExecution) -> tuple[ContentBlock, ...]:
@@ -119,6 +123,8 @@ async def boot(options: StackOptions) -> Context:
     if options.base_url is not None:
         await ctx.plugin(llm_deepseek, {"apiKey": "bench-key", "baseURL": options.base_url, "models": [MODEL]})
         await ctx.plugin(llm_retry)
+        if options.compaction:
+            await ctx.plugin(Compaction, {})
     if options.noop_tool:
         await ctx.plugin(NOOP_PLUGIN)
     if options.fs_root is not None:

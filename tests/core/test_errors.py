@@ -80,3 +80,15 @@ def test_error_message_and_code_read_what_an_error_carries() -> None:
     assert error_code(LlmError("x", "RATE_LIMIT")) == "RATE_LIMIT"
     assert error_code(CodedError()) is None
     assert error_code(ValueError()) is None
+
+
+def test_context_window_wording_of_providers_is_recognized_and_other_refusals_are_not() -> None:
+    from dsh.core.errors import is_context_window_exceeded
+
+    assert is_context_window_exceeded(
+        "This model's maximum context length is 131072 tokens. However, you requested 140322 tokens."
+    )
+    assert is_context_window_exceeded("context_length_exceeded")
+    assert is_context_window_exceeded("Prompt is too long for the model's context window")
+    assert not is_context_window_exceeded("Invalid request: messages[0].role is unknown")
+    assert not is_context_window_exceeded("the context of this request is fine")

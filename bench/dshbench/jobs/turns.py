@@ -43,6 +43,7 @@ def _options(params: dict[str, Any], scratch: str) -> StackOptions:
         noop_tool=True,
         fs_root=fs_root,
         freeze_startup=True,
+        compaction=params.get("compaction", False),
     )
 
 

@@ -3,7 +3,8 @@
 :func:`start_agent` creates (or resumes) agent :data:`MAIN_AGENT` through the booted
 tree's ``agents`` registry, so whichever loop the tree loaded runs it. A new session
 gets a random id and the workspace (``--cwd``) as its ``cwd``; a resumed one keeps
-its own; each retry of a failed model request is said on stderr (:func:`retry_line`).
+its own; each retry of a failed model request is said on stderr (:func:`retry_line`), and
+so is each automatic compaction (:func:`say_compaction`).
 :func:`turn_outcome` reads the log, never flags, to say how the turn a
 prompt started has ended, and :func:`exit_status` maps that to ``dsh``'s exit status.
 """
@@ -45,6 +46,7 @@ from dsh.core.session import (
     TurnStartEvent,
 )
 from dsh.kernel import Context
+from dsh.plugins.compaction import AGENT_COMPACTION, CompactionNotice
 
 MAIN_AGENT = "main"
 """The id of the agent ``dsh run`` and ``dsh chat`` drive."""
@@ -114,6 +116,7 @@ async def start_agent(
     )
     resume = await fork_session(root, fork) if fork is not None else await resolve_resume(root, resume)
     root.on(AGENT_RETRY, lambda _agent, _turn, _step, notice: print(retry_line(notice), file=sys.stderr, flush=True))
+    root.on(AGENT_COMPACTION, say_compaction)
     try:
         if resume is not None:
             return await agents.resume(
@@ -130,6 +133,12 @@ async def start_agent(
     except HarnessError as error:
         what = f'cannot resume session "{resume}"' if resume is not None else "cannot start the agent"
         raise CliError(f"{what}: {error}") from error
+
+
+def say_compaction(_agent: Agent, notice: CompactionNotice) -> None:
+    """An automatic compaction on stderr: ``dsh: compacted the history (...)`` (a manual one is its command's)."""
+    if notice.trigger != "manual":
+        print(f"dsh: {notice.message}", file=sys.stderr, flush=True)
 
 
 def retry_line(notice: RetryNotice) -> str:

@@ -74,6 +74,7 @@ COMMANDS: dict[str, str] = {
     "config": "dsh.cli.show_config",
     "doctor": "dsh.cli.doctor",
     "batch": "dsh.cli.batch",
+    "compact": "dsh.cli.compact",
 }
 """Each subcommand's module; it defines ``async def command(args) -> int``."""
 
@@ -325,6 +326,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDR",
         help="join this Ray cluster (host:port, or auto) instead of starting a local one for the run",
     )
+    compact = commands.add_parser(
+        "compact",
+        parents=[shared],
+        help="summarize a stored session's older history now, so later turns send less",
+        description="Resume the persisted session ID and compact its history with one summary request "
+        "(the compaction plugin of the profile); the next --resume sees the summary and the recent turns.",
+    )
+    compact.add_argument("id", metavar="ID")
+    compact.add_argument("--instructions", metavar="TEXT", help="what the summary must keep, added to its instruction")
 
     config = commands.add_parser(
         "config",

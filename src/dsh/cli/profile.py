@@ -170,6 +170,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     entries += [
         _entry("agent-loop", "agent-loop", {"agents": [], "maxSteps": DEFAULT_MAX_STEPS}),
         _entry("llm-retry", "llm-retry"),
+        _entry("compaction", "compaction"),
         _persistence(settings),
     ]
     if exporter_requested(os.environ):  # OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER, ...: send spans

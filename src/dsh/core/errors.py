@@ -7,7 +7,8 @@ stable machine-readable ``code`` beside its human message::
      └── HarnessError(message, code, cause)        code e.g. "UNKNOWN", "ABORTED"
           ├── LlmError(message, code, status,      NO_ADAPTER, DUPLICATE_ADAPTER, UNSUPPORTED, AUTH,
           │            retry_after)                RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<n>,
-          │                                        EMPTY_RESPONSE, STREAM_CLOSED, MALFORMED_RESPONSE
+          │                                        EMPTY_RESPONSE, STREAM_CLOSED, MALFORMED_RESPONSE,
+          │                                        CONTEXT_WINDOW_EXCEEDED
           ├── ToolArgsError(violations)            INVALID_ARGS
           ├── ToolNotFoundError(tool_name)         UNKNOWN_TOOL
           └── InvariantError(detail)               INVARIANT
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
@@ -77,6 +79,29 @@ class LlmError(HarnessError):
         super().__init__(message, code, cause)
         self.status = status
         self.retry_after = retry_after
+
+
+CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+"""The ``LlmError`` code of a request the provider refused because it exceeds the model's context window."""
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[\s_-](?:length|window)[\s_-]*(?:exceed|overflow|limit[\s_-]exceeded)"
+    r"|(?:maximum|max)(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)"
+    r"|(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:long|large)\s+for\s+(?:(?:this|the)\s+)?"
+    r"(?:model(?:'s)?\s+)?(?:context|model)",
+    re.IGNORECASE,
+)
+
+
+def is_context_window_exceeded(detail: str) -> bool:
+    """True when a provider's error text (message, code or type) says the request exceeds the context window.
+
+    DeepSeek answers such a request with HTTP 400 and ``This model's maximum context
+    length is 131072 tokens. However, you requested ...``; OpenAI-compatible servers
+    say ``context_length_exceeded`` or ``prompt is too long for the model``. Adapters
+    map a match to :data:`CONTEXT_WINDOW_EXCEEDED` instead of ``INVALID_REQUEST``.
+    """
+    return _CONTEXT_OVERFLOW.search(detail) is not None
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:

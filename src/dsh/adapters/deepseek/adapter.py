@@ -5,6 +5,8 @@ and turns the event stream into chunks. Failures raise ``LlmError`` while iterat
 
 * a non-2xx answer: the body's ``error.message`` (else ``DeepSeek API error (HTTP <n>)``)
   with code :func:`http_error_code`, ``status`` and the ``Retry-After`` delay as ``retry_after``;
+  a 400 whose message says the request exceeds the context window has code
+  ``CONTEXT_WINDOW_EXCEEDED`` (:func:`~dsh.core.errors.is_context_window_exceeded`);
 * a 2xx answer whose body is empty: ``EMPTY_RESPONSE``;
 * a transport failure while reading the body (reset, cut-off chunked framing, a read
   timeout), or a body that ends before ``[DONE]``: ``STREAM_CLOSED`` (the
@@ -47,7 +49,7 @@ from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Th
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
 from dsh.adapters.deepseek.transport import env_proxy, load_ssl_context, network_error, new_session, warm_up
-from dsh.core.errors import LlmError, retry_after_seconds
+from dsh.core.errors import CONTEXT_WINDOW_EXCEEDED, LlmError, is_context_window_exceeded, retry_after_seconds
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.core.redact import redact_secrets, register_secret
 from dsh.kernel import AbortError, AbortSignal
@@ -103,9 +105,12 @@ async def _api_error(response: aiohttp.ClientResponse) -> LlmError:
         parsed = None
     error = parsed.get("error") if isinstance(parsed, dict) else None
     detail = error.get("message") if isinstance(error, dict) else None
+    code = http_error_code(status)
     if isinstance(detail, str):
         message = redact_secrets(detail)
-    return LlmError(message, http_error_code(status), status, retry_after=retry_after_seconds(response.headers))
+        if status == 400 and is_context_window_exceeded(detail):
+            code = CONTEXT_WINDOW_EXCEEDED
+    return LlmError(message, code, status, retry_after=retry_after_seconds(response.headers))
 
 
 def _stream_closed(cause: Exception | None = None) -> LlmError:

@@ -6,7 +6,8 @@ with an ``ErrorFinish`` whose ``code`` says what went wrong (SPEC §2.3 codes):
 * before the answer (``create`` raised): an HTTP error status maps by its SDK class
   -- ``AuthenticationError`` / ``PermissionDeniedError`` ``AUTH``, ``RateLimitError``
   ``RATE_LIMIT``, ``BadRequestError`` ``INVALID_REQUEST``, ``InternalServerError``
-  (any 5xx) ``SERVER``, any other status ``HTTP_<status>`` -- with the message of the
+  (any 5xx) ``SERVER``, any other status ``HTTP_<status>`` (a 400 whose message or
+  code says the request exceeds the context window: ``CONTEXT_WINDOW_EXCEEDED``) -- with the message of the
   provider's error body when it has one, else ``provider API error (HTTP <status>)``,
   and the ``status`` and the ``Retry-After`` delay (``retry_after``) on the finish;
   a connection failure or timeout is ``NETWORK``, naming the URL;
@@ -22,7 +23,13 @@ from collections.abc import Mapping
 
 import openai
 
-from dsh.core.errors import error_code, error_message, retry_after_seconds
+from dsh.core.errors import (
+    CONTEXT_WINDOW_EXCEEDED,
+    error_code,
+    error_message,
+    is_context_window_exceeded,
+    retry_after_seconds,
+)
 from dsh.core.llm import UNSET, ErrorFinish
 from dsh.core.redact import redact_secrets
 
@@ -34,7 +41,8 @@ def status_error_code(error: openai.APIStatusError) -> str:
     if isinstance(error, openai.RateLimitError):
         return "RATE_LIMIT"
     if isinstance(error, openai.BadRequestError):
-        return "INVALID_REQUEST"
+        detail = f"{error.code or ''} {error.message}"
+        return CONTEXT_WINDOW_EXCEEDED if is_context_window_exceeded(detail) else "INVALID_REQUEST"
     if isinstance(error, openai.InternalServerError):
         return "SERVER"
     return f"HTTP_{error.status_code}"

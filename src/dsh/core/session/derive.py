@@ -7,6 +7,13 @@ event.data.content`` for a user or assistant message): nothing is copied.
 :class:`Derivation` is the incremental form a :class:`~dsh.core.session.Session`
 keeps: the log is append-only, so the messages derived from a prefix never change and
 each call only looks at the events appended since the previous one.
+
+A ``compaction`` event changes what the model sees from that event on: its summary
+replaces the events before its ``kept_from``, and its pruned tool results replace the
+logged ones (see :func:`derive_messages`). The log keeps every original event, so a
+resumed, forked or replayed session derives the same history as the live one. A log
+without compaction events is derived exactly as before: the walk only meets the
+compaction case when one is logged.
 """
 
 from __future__ import annotations
@@ -15,12 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from dsh.core.llm.codec import encode
-from dsh.core.llm.types import Message, MessageSource, TextBlock, ToolResultBlock
+from dsh.core.llm.types import ContentBlock, Message, MessageSource, TextBlock, ToolResultBlock
 from dsh.core.session.types import (
     AbortedReason,
     AssistantMessageEvent,
+    CompactionEvent,
     ContextMessageEvent,
     MessageData,
     SessionEvent,
@@ -59,6 +68,12 @@ def _assistant(event: AssistantMessageEvent) -> Message:
 def _tool_result(event: ToolResultEvent) -> Message:
     data = event.data
     block = ToolResultBlock(tool_call_id=data.call_id, content=data.content, is_error=data.is_error)
+    return Message(role="user", content=(block,))
+
+
+def _pruned_result(event: ToolResultEvent, content: tuple[ContentBlock, ...]) -> Message:
+    data = event.data
+    block = ToolResultBlock(tool_call_id=data.call_id, content=content, is_error=data.is_error)
     return Message(role="user", content=(block,))
 
 
@@ -116,20 +131,60 @@ def derive_messages(events: Iterable[SessionEvent]) -> list[Message]:
       ``source.kind`` JSON-encoded
     * ``turn/end`` of an aborted turn whose history ends with a user-role message →
       the assistant note :data:`INTERRUPTED_NOTE` (:func:`interruption`)
+    * ``compaction`` (without ``error``) → the history is rebuilt: the ``summary`` as
+      one user text message (when it has one), then the events from ``kept_from``
+      (the previous compaction's, when it names none) up to the compaction, each
+      tool result named in ``pruned`` (by this compaction or an earlier one) with
+      the pruned content; the events after it follow as usual
     * anything else (boundaries, chunks, usage, errors, unknown types) → nothing.
+
+    Precondition: ``events[i].seq == i`` (a session log, or a prefix of one), since a
+    compaction names events by seq.
     """
-    messages: list[Message] = []
-    _extend(messages, events)
-    return messages
+    return Derivation().messages(events if isinstance(events, Sequence) else list(events))
+
+
+class _CompactedError(Exception):
+    """Raised by the walk at a ``compaction`` event (zero cost for the events without one)."""
+
+    def __init__(self, event: CompactionEvent) -> None:
+        self.event = event
+
+
+def _stop(event: CompactionEvent) -> Message:
+    raise _CompactedError(event)
+
+
+_WALK: dict[type[Any], Callable[[Any], Message]] = {**_DERIVERS, CompactionEvent: _stop}
 
 
 def _extend(messages: list[Message], events: Iterable[SessionEvent]) -> None:
-    derivers = _DERIVERS
+    """Derive ``events`` onto ``messages``; raises :class:`_CompactedError` at a compaction event."""
+    derivers = _WALK
     for event in events:
         derive = derivers.get(type(event))
         if derive is not None:
             messages.append(derive(event))
         elif type(event) is TurnEndEvent:
+            note = interruption(event, messages[-1].role if messages else None)
+            if note is not None:
+                messages.append(note)
+
+
+def _extend_pruned(
+    messages: list[Message], events: Iterable[SessionEvent], pruned: dict[int, tuple[ContentBlock, ...]]
+) -> None:
+    """Like :func:`_extend`, with ``pruned`` tool results shortened; earlier compactions are passed over."""
+    derivers = _DERIVERS
+    for event in events:
+        if type(event) is ToolResultEvent and event.seq in pruned:
+            messages.append(_pruned_result(event, pruned[event.seq]))
+            continue
+        kind = type(event)
+        derive = derivers.get(kind)
+        if derive is not None:
+            messages.append(derive(event))
+        elif kind is TurnEndEvent:
             note = interruption(event, messages[-1].role if messages else None)
             if note is not None:
                 messages.append(note)
@@ -143,16 +198,43 @@ class Derivation:
     new list each time (the caller owns the list; the messages are shared values).
     """
 
-    __slots__ = ("_covered", "_messages")
+    __slots__ = ("_covered", "_head", "_kept_from", "_messages", "_pruned")
 
     def __init__(self) -> None:
         self._covered = 0
         self._messages: list[Message] = []
+        self._head: Message | None = None  # the summary of the last compaction with one
+        self._kept_from = 0
+        self._pruned: dict[int, tuple[ContentBlock, ...]] = {}
 
     def messages(self, events: Sequence[SessionEvent]) -> list[Message]:
         """The derivation of ``events`` (see :func:`derive_messages`)."""
         covered = self._covered
-        if covered < len(events):
-            _extend(self._messages, events[covered:])
-            self._covered = len(events)
+        end = len(events)
+        while covered < end:
+            try:
+                _extend(self._messages, events[covered:] if covered else events)
+            except _CompactedError as stop:
+                covered = stop.event.seq + 1
+                self._compact(stop.event, events)
+                continue
+            break
+        self._covered = end
         return self._messages.copy()
+
+    def _compact(self, event: CompactionEvent, events: Sequence[SessionEvent]) -> None:
+        """Rebuild the history as ``event`` says (a failed attempt changes nothing)."""
+        data = event.data
+        if data.error is not UNSET:
+            return
+        pruned = self._pruned
+        for entry in data.pruned:
+            pruned[entry.original_seq] = entry.content
+        if data.summary is not UNSET:
+            self._head = Message(role="user", content=(TextBlock(text=data.summary),))
+            self._kept_from = event.seq if data.kept_from is UNSET else data.kept_from
+        elif data.kept_from is not UNSET:
+            self._kept_from = data.kept_from
+        messages = [] if self._head is None else [self._head]
+        _extend_pruned(messages, events[self._kept_from : event.seq], pruned)
+        self._messages = messages

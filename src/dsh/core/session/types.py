@@ -220,6 +220,47 @@ class ErrorData(_Data, frozen=True):
     code: str | UnsetType = UNSET
 
 
+class PrunedResult(Struct, frozen=True, kw_only=True, rename="camel"):
+    """An old ``tool/result`` the model sees shortened from a ``compaction`` on.
+
+    ``original_seq`` is the logged result (kept in the log as it was); ``content`` is
+    what the model sees instead (its head and tail, with a note of the cut);
+    ``chars_before`` / ``chars_after`` measure the text of both.
+    """
+
+    original_seq: Count
+    call_id: CallId
+    chars_before: Count
+    chars_after: Count
+    content: tuple[ContentBlock, ...]
+
+
+class CompactionData(_Data, frozen=True, kw_only=True, omit_defaults=True):
+    """``compaction``: what the model sees from this event on (see :func:`~dsh.core.session.derive_messages`).
+
+    ``summary`` (a user-role text) stands for every event before ``kept_from``, the
+    seq of the first event kept verbatim (the cut never separates a tool call from
+    its result); ``pruned`` lists old tool results shown shortened. A compaction
+    with ``error`` is a failed attempt and changes nothing. ``trigger`` is
+    ``pressure``, ``context-overflow`` or ``manual``; ``turn`` and ``step`` are absent
+    for a compaction between turns. ``tokens_before`` / ``tokens_after`` are the
+    request's estimated size without and with it; ``model`` and ``usage`` describe
+    the summary request, when one was made.
+    """
+
+    trigger: str
+    turn: Count | UnsetType = UNSET
+    step: Count | UnsetType = UNSET
+    summary: str | UnsetType = UNSET
+    kept_from: Count | UnsetType = UNSET
+    pruned: tuple[PrunedResult, ...] = ()
+    tokens_before: Count | UnsetType = UNSET
+    tokens_after: Count | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    usage: TokenUsage | UnsetType = UNSET
+    error: str | UnsetType = UNSET
+
+
 # -------------------------------------------------------------------- events
 class SessionEventBase(Struct, frozen=True, tag_field="type"):
     """One log record: ``seq`` is its index (contiguous from 0), ``time`` epoch ms.
@@ -289,6 +330,12 @@ class ErrorEvent(SessionEventBase, frozen=True, tag="error"):
     data: ErrorData
 
 
+class CompactionEvent(SessionEventBase, frozen=True, tag="compaction"):
+    """``compaction``: the model's history is shortened from here on (see :class:`CompactionData`)."""
+
+    data: CompactionData
+
+
 class UntypedEvent(Struct, frozen=True):
     """An event of a type no registered class defines; ``data`` is its JSON (do not mutate it)."""
 
@@ -312,8 +359,9 @@ CoreEvent: TypeAlias = (
     | SteeringMessageEvent
     | UsageEvent
     | ErrorEvent
+    | CompactionEvent
 )
-"""The event types of SPEC §3.1."""
+"""The event types of SPEC §3.1, and ``compaction``."""
 
 SessionEvent: TypeAlias = SessionEventBase | UntypedEvent
 """Any logged event: a typed one (core or registered) or an :class:`UntypedEvent`."""
@@ -332,6 +380,7 @@ CORE_EVENT_TYPES: tuple[type[SessionEventBase], ...] = (
     SteeringMessageEvent,
     UsageEvent,
     ErrorEvent,
+    CompactionEvent,
 )
 
 EventType: TypeAlias = Literal[
@@ -348,4 +397,5 @@ EventType: TypeAlias = Literal[
     "steering/message",
     "usage",
     "error",
+    "compaction",
 ]

@@ -18,6 +18,7 @@ from dsh.core.errors import InvariantError
 from dsh.core.session import (
     AssistantChunkEvent,
     AssistantMessageEvent,
+    CompactionEvent,
     SessionEvent,
     StepEndEvent,
     StepStartEvent,
@@ -112,7 +113,7 @@ def check_event(trace: SessionTrace, event: SessionEvent) -> None:
             trace.pending_calls.remove(result.call_id)
         elif not _is_crash_closer(result):
             raise InvariantError(f"tool/result for {result.call_id} with no prior tool/call in this step")
-    elif trace.open_turn is None:
+    elif trace.open_turn is None and type(event) is not CompactionEvent:  # a manual compaction may come between turns
         raise InvariantError(f"{event.type} appended outside any open turn (every event must be turn-enclosed)")
 
 
