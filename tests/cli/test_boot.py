@@ -86,3 +86,16 @@ def test_a_broken_stderr_does_not_break_logging(monkeypatch: pytest.MonkeyPatch)
     with logging_to_stderr(0):
         monkeypatch.setattr("sys.stderr", Broken())
         logging.getLogger("dsh.test").warning("lost")
+
+
+async def test_the_built_in_profile_lists_the_compact_and_plan_commands(tmp_path: Path) -> None:
+    """(slash commands: the plugins loaded after the commands service register theirs, and unload them)"""
+    from dsh.core.commands import COMMANDS
+
+    settings = Settings.from_args(namespace(sessions_root=str(tmp_path / "s"), cwd=str(tmp_path), demo=True), {})
+    async with booted(resolve_tree(settings)) as root:
+        commands = root[COMMANDS]
+        listed = {command.name: command for command in commands.list()}
+        assert {"compact", "plan"} <= set(listed)
+        assert listed["compact"].hint == "[what the summary must keep]"
+        assert listed["plan"].description.startswith("plan mode")

@@ -41,6 +41,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from dsh.core.agent import AGENT_REQUEST, AGENT_REQUEST_ERROR, Agent, RequestFailure
+from dsh.core.commands import COMMANDS, Command
 from dsh.core.errors import CONTEXT_WINDOW_EXCEEDED, HarnessError, LlmError, error_message
 from dsh.core.llm import LLM, ErrorFinish, GenerateOptions, Message, TextBlock, TokenUsage, ToolSchema, text_of
 from dsh.core.redact import redact_secrets
@@ -105,6 +106,16 @@ class Compaction(Service):
         if config.auto:
             ctx.on(AGENT_REQUEST, self._on_request)
             ctx.on(AGENT_REQUEST_ERROR, self._on_request_error)
+        commands = ctx.get(COMMANDS)  # a commands service loaded before this plugin lists /compact
+        if commands is not None:
+            commands.register(
+                Command(
+                    name="compact",
+                    description="summarize the older history now, so later turns send less",
+                    hint="[what the summary must keep]",
+                    handler=self.compact_command,
+                )
+            )
 
     # ------------------------------------------------------------------ public
     async def compact(self, agent: Agent, instructions: str | None = None) -> CompactionResult:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dsh.core.agent import AGENT_REQUEST
 from dsh.core.approval import PERMISSIONS
+from dsh.core.commands import COMMANDS, Command
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context
 from dsh.plugins.plan_mode.plan import (
@@ -46,10 +47,16 @@ class Config(BaseModel):
 
 
 def apply(ctx: Context, config: Config) -> PlanMode:
-    """Register ``exit_plan_mode`` and the prompt listener on behalf of ``ctx``'s fiber."""
+    """Register ``exit_plan_mode``, the prompt listener and, when a ``commands`` service is
+    loaded before this plugin, the ``/plan`` command, on behalf of ``ctx``'s fiber."""
     plan = PlanMode(ctx, config.section)
     ctx[TOOLS].register(plan.tool())
     ctx.on(AGENT_REQUEST, plan.on_request)
+    commands = ctx.get(COMMANDS)
+    if commands is not None:
+        commands.register(
+            Command(name=COMMAND_NAME, description=COMMAND_DESCRIPTION, hint=COMMAND_HINT, handler=plan.plan_command)
+        )
     return plan
 
 
