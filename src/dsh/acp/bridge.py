@@ -44,6 +44,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
+from dsh.acp.children import child_progress_listener
 from dsh.acp.codec import StopReason, acp_prompt_to_text, prompt_has_unsupported_content, turn_end_to_stop_reason
 from dsh.acp.config import Config, agent_options
 from dsh.acp.extras import SessionExtras
@@ -95,6 +96,7 @@ from dsh.core.session import (
     UsageEvent,
     session_title,
 )
+from dsh.core.subagent import SUBAGENT_PROGRESS
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
 
@@ -217,6 +219,7 @@ class AcpBridge:
         ctx.on(SESSION_EVENT, self._on_session_event)
         ctx.on(AGENT_STATUS, self._on_agent_status)
         ctx.on(PERMISSION_CHANGED, self._modes.on_changed)
+        ctx.on(SUBAGENT_PROGRESS, child_progress_listener(self.session_of, self._notify))
         answerer = PermissionAnswerer(self._connection.request, self.session_of, self._tools, self._logger)
         ctx.on(APPROVAL_REQUEST, answerer.on_request)
         ctx.effect(lambda: self._dispose, "acp bridge teardown")

@@ -13,7 +13,7 @@ The policy that decides *when* to ask lives in the ``permissions`` plugin.
 """
 
 from dsh.core.approval.events import APPROVAL_REQUEST, PERMISSION_CHANGED
-from dsh.core.approval.permissions import PERMISSIONS, PermissionService
+from dsh.core.approval.permissions import INHERITED_STATE, PERMISSIONS, PermissionService, inherited_state
 from dsh.core.approval.service import APPROVALS, ApprovalService, session_of
 from dsh.core.approval.types import (
     ALLOWING_OUTCOMES,
@@ -40,6 +40,7 @@ __all__ = [
     "APPROVAL_EVENT_TYPES",
     "APPROVAL_POLICIES",
     "APPROVAL_REQUEST",
+    "INHERITED_STATE",
     "PERMISSIONS",
     "PERMISSION_CHANGED",
     "PERMISSION_MODES",
@@ -57,5 +58,6 @@ __all__ = [
     "PermissionModeEvent",
     "PermissionService",
     "PermissionState",
+    "inherited_state",
     "session_of",
 ]

@@ -36,6 +36,17 @@ from dsh.core.approval.types import (
 from dsh.core.session import Session, is_turn_open
 from dsh.kernel import Context, Service, ServiceKey
 
+INHERITED_STATE = "permissions"
+"""The ``AgentOptions.extra`` key of the :class:`PermissionState` a child agent starts from."""
+
+
+def inherited_state(agent: object | None) -> PermissionState | None:
+    """The state ``agent``'s options say it starts from (a sub-agent's parent's), or None."""
+    options = getattr(agent, "options", None)
+    extra = getattr(options, "extra", None)
+    state = extra.get(INHERITED_STATE) if isinstance(extra, dict) else None
+    return state if isinstance(state, PermissionState) else None
+
 
 class _Fold:
     """A session's state over its first ``read`` events; ``pinned`` once a ``permission/mode`` was seen."""
@@ -78,10 +89,10 @@ class PermissionService(Service):
         self._folds: weakref.WeakKeyDictionary[Session, _Fold] = weakref.WeakKeyDictionary()
         ctx.on(AGENT_TURN_START, lambda agent, turn: self.pin(agent))
 
-    def _fold(self, session: Session) -> _Fold:
+    def _fold(self, session: Session, agent: object | None) -> _Fold:
         fold = self._folds.get(session)
         if fold is None:
-            fold = self._folds[session] = _Fold(self.default)
+            fold = self._folds[session] = _Fold(inherited_state(agent) or self.default)
         fold.update(session)
         return fold
 
@@ -90,7 +101,7 @@ class PermissionService(Service):
         session = session_of(agent)
         if session is None:
             return self.default
-        fold = self._fold(session)
+        fold = self._fold(session, agent)
         pending = fold.pending
         if pending is None:
             return fold.state
@@ -99,7 +110,7 @@ class PermissionService(Service):
     def is_pinned(self, agent: object | None) -> bool:
         """True when the agent's session has logged a ``permission/mode`` event."""
         session = session_of(agent)
-        return session is not None and self._fold(session).pinned
+        return session is not None and self._fold(session, agent).pinned
 
     def pin(self, agent: object | None) -> PermissionState:
         """Log a pending change, or the state of a session that has logged none; returns the state.
@@ -109,7 +120,7 @@ class PermissionService(Service):
         session = session_of(agent)
         if session is None:
             return self.default
-        fold = self._fold(session)
+        fold = self._fold(session, agent)
         if (fold.pending is not None or not fold.pinned) and is_turn_open(session):
             state = self.state(agent)
             fold.pending = None
@@ -144,7 +155,7 @@ class PermissionService(Service):
             policy=current.policy if policy is None else policy,
             plan=current.plan if plan is None else plan,
         )
-        fold = self._fold(session)
+        fold = self._fold(session, agent)
         if is_turn_open(session):
             fold.pending = None
             session.append(PermissionModeEvent, data)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from dsh.core.approval import ApprovalPolicy, ApprovalService, PermissionMode, PermissionService, PermissionState
 from dsh.core.tools import TOOLS
 from dsh.kernel import Context
+from dsh.plugins.permissions.children import narrow_children
 from dsh.plugins.permissions.gate import PermissionDeniedError, PermissionGate, refusal_text
 from dsh.plugins.permissions.rules import Rule, bash_grant, matches, parse_rule, path_grant, subject_of
 
@@ -54,6 +55,7 @@ def apply(ctx: Context, config: Config) -> PermissionGate:
     """Provide the services and install the gate on behalf of ``ctx``'s fiber."""
     ApprovalService(ctx)
     PermissionService(ctx, PermissionState(mode=config.mode, policy=config.policy))
+    narrow_children(ctx)
     return PermissionGate(ctx, config.allow, config.deny)
 
 
