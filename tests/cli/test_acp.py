@@ -85,7 +85,11 @@ async def test_acp_serves_until_stdin_closes_and_guards_stdout(
     os.close(pipes.to_server)
     assert await serving == 0
     os.write(pipes.stdout, b"restored\n")
-    assert await pipes.from_server.readline() == b"restored\n"
+    line = await pipes.from_server.readline()
+    while line.startswith(b"{"):  # the session's updates (its slash commands) came first
+        assert json.loads(line)["method"] == "session/update"
+        line = await pipes.from_server.readline()
+    assert line == b"restored\n"
 
 
 async def test_acp_stops_on_sigterm(pipes: Pipes, sessions_root: Path, workspace: Path) -> None:
