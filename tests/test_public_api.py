@@ -182,6 +182,7 @@ FROZEN: dict[str, list[str]] = {
         "APPROVAL_EVENT_TYPES",
         "APPROVAL_POLICIES",
         "APPROVAL_REQUEST",
+        "INHERITED_STATE",
         "PERMISSIONS",
         "PERMISSION_CHANGED",
         "PERMISSION_MODES",
@@ -199,6 +200,7 @@ FROZEN: dict[str, list[str]] = {
         "PermissionModeEvent",
         "PermissionService",
         "PermissionState",
+        "inherited_state",
         "session_of",
     ],
     "dsh.core.bash": [

@@ -28,6 +28,7 @@ def test_a_second_instance_is_refused_naming_the_holder_and_may_lock_once_it_is_
     assert raised.value.code == "SESSION_LOCKED"
     other.acquire("s2")  # another id: its own lock
     holder.close()
+    assert path.read_text() == ""  # a holder that lets go is named no more
     holder.close()  # idempotent
     other.acquire("s1")
     other.close()
@@ -42,6 +43,37 @@ def test_a_holder_that_has_not_written_its_pid_is_named_unknown(
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(PersistenceError, match=r"\(pid unknown\)"):
+            locks.acquire("s1")
+    finally:
+        os.close(fd)
+
+
+def test_a_gone_holders_pid_is_not_named_while_the_new_holder_has_not_written_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(a SIGKILLed holder leaves its pid; a refused writer waits for a live one instead of naming it)"""
+    monkeypatch.setattr(locks_module, "HOLDER_WAIT_S", 0.05)
+    gone = os.fork()
+    if gone == 0:  # pragma: no cover - the child exits at once
+        os._exit(0)
+    os.waitpid(gone, 0)
+    locks = WriterLocks(str(tmp_path))
+    Path(locks.path("s1")).write_text(f"{gone}\n")
+    fd = os.open(locks.path("s1"), os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(PersistenceError, match=r"\(pid unknown\)"):
+            locks.acquire("s1")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getppid()}\n".encode(), 0)  # a live process
+        with pytest.raises(PersistenceError, match=rf"\(pid {os.getppid()}\)"):
+            locks.acquire("s1")
+
+        def not_ours(pid: int, signal: int) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(os, "kill", not_ours)  # a live process of another user
+        with pytest.raises(PersistenceError, match=rf"\(pid {os.getppid()}\)"):
             locks.acquire("s1")
     finally:
         os.close(fd)

@@ -3,7 +3,8 @@
 A backend that stores sessions on a local disk keeps one lock file per session id in
 a directory of its own (``<dir>/<hash of the id>.lock``, mode 0600). Taking a session's
 lock is an exclusive, non-blocking ``fcntl.flock`` on that file; the holder then
-writes its pid into the file so that a refused writer can name it. The lock is held
+writes its pid into the file so that a refused writer can name it, and clears it
+when it lets go. The lock is held
 until :meth:`WriterLocks.close` (the backend's close) or the end of the process: the
 kernel releases a ``flock`` when its holder dies, even on SIGKILL, so a crashed
 writer never leaves a stale lock behind. Lock files are never deleted (unlinking a
@@ -29,17 +30,31 @@ LOCK_MODE = 0o600
 LOCK_SUFFIX = ".lock"
 
 
-HOLDER_WAIT_S = 0.2
+HOLDER_WAIT_S = 1.0
 """How long a refused writer waits for the holder to write its pid (it does so right after locking)."""
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # a process of another user: it exists
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def _holder(fd: int) -> str:
-    """The pid the lock file names, or ``unknown`` if the holder has not written it within :data:`HOLDER_WAIT_S`."""
+    """The live pid the lock file names, or ``unknown`` if none is there within :data:`HOLDER_WAIT_S`.
+
+    A pid of a process that is gone is a holder killed before it could clear the file:
+    the new holder has locked but not yet written its own, so the wait goes on.
+    """
     deadline = time.monotonic() + HOLDER_WAIT_S
     while True:
         with contextlib.suppress(OSError):
             text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            if text.isdigit():
+            if text.isdigit() and _alive(int(text)):
                 return text
         if time.monotonic() >= deadline:
             return "unknown"
@@ -89,12 +104,15 @@ class WriterLocks:
                 "SESSION_LOCKED",
             ) from None
         with contextlib.suppress(OSError):  # the pid only informs a refused writer
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            pid = f"{os.getpid()}\n".encode("ascii")
+            os.pwrite(fd, pid, 0)  # one write: a reader sees the old text or the new, never none
+            os.ftruncate(fd, len(pid))
         self._held[id] = fd
 
     def close(self) -> None:
         """Release every lock this instance holds (idempotent)."""
         held, self._held = self._held, {}
         for fd in held.values():
+            with contextlib.suppress(OSError):  # a refused writer must not name a process that let go
+                os.ftruncate(fd, 0)
             os.close(fd)
