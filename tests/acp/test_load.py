@@ -111,7 +111,11 @@ async def test_replays_a_persisted_tool_call_with_the_tool_owned_presentation_in
         await loader.client.initialize(terminal_output=True)
         await loader.client.load_session(session_id, CWD)
         call, result = [u for u in loader.updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
-        assert (call["title"], call["rawInput"], call["kind"]) == ("echo hello", "echo hello", "execute")
+        assert (call["title"], call["rawInput"], call["kind"]) == (
+            "echo hello",
+            "echo hello",
+            "execute",
+        )
         assert call["_meta"] == {"terminal_info": {"terminal_id": "c1", "cwd": CWD}}
         assert result["_meta"]["terminal_output"] == {"terminal_id": "c1", "data": "hello\n"}
 
@@ -129,7 +133,11 @@ async def test_replays_a_persisted_tool_call_with_the_tool_owned_presentation(tm
         await loader.client.initialize()
         await loader.client.load_session(session_id, str(tmp_path))
         call, result = [u for u in loader.updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
-        assert (call["title"], call["rawInput"], call["kind"]) == ("echo hello", "echo hello", "execute")
+        assert (call["title"], call["rawInput"], call["kind"]) == (
+            "echo hello",
+            {"command": "echo hello", "description": "Say hello"},
+            "execute",
+        )
         assert call["content"] == [{"type": "content", "content": {"type": "text", "text": "Say hello"}}]
         assert result["content"] == [{"type": "content", "content": {"type": "text", "text": "```console\nhello\n```"}}]
 

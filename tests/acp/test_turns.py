@@ -119,7 +119,7 @@ async def test_the_real_bash_tool_drives_the_tool_call_ui_end_to_end(tmp_path: P
             "title": "echo hi",
             "kind": "execute",
             "status": "in_progress",
-            "rawInput": "echo hi",
+            "rawInput": {"command": "echo hi", "description": "Say hi"},
             "content": [{"type": "content", "content": {"type": "text", "text": "Say hi"}}],
         }
         assert result == {

@@ -125,7 +125,8 @@ async def test_runs_a_real_turn_and_the_agent_writes_the_requested_file_verified
     assert (cwd / "proof.txt").read_text(encoding="utf-8").strip() == "ACP_OK"
     calls = [update for update in client.updates if update["sessionUpdate"] == "tool_call"]
     assert any(
-        call["kind"] == "execute" and call["title"] != "bash" and isinstance(call["rawInput"], str) for call in calls
+        call["kind"] == "execute" and call["title"] != "bash" and isinstance(call["rawInput"].get("command"), str)
+        for call in calls
     )
     assert all("_meta" not in update for update in client.updates)
 

@@ -151,7 +151,7 @@ async def test_bash_presentcall_title_is_the_command_description_as_a_content_bl
     assert present_call(stack, "bash", BASH_ARGS) == ToolCallPresentation(
         title="npm test",
         kind="execute",
-        raw_input="npm test",
+        raw_input={"command": "npm test", "description": "Run the unit tests"},
         content=(TextBlock(text="Run the unit tests"),),
         terminal=ToolTerminal(),
     )
@@ -257,10 +257,10 @@ async def test_bash_presentresult_a_result_that_is_not_exactly_one_block_is_unde
 async def test_bash_output_bash_kill_presentcall_a_readable_task_scoped_title_task_id_as_rawinput(stack: Stack) -> None:
     """bash_output / bash_kill presentCall: a readable task-scoped title, task id as rawInput"""
     assert present_call(stack, "bash_output", {"task_id": "bash-3"}) == ToolCallPresentation(
-        title="Read output from background task bash-3", kind="execute", raw_input="bash-3"
+        title="Read output from background task bash-3", kind="execute", raw_input={"task_id": "bash-3"}
     )
     assert present_call(stack, "bash_kill", {"task_id": "bash-3"}) == ToolCallPresentation(
-        title="Kill background task bash-3", kind="execute", raw_input="bash-3"
+        title="Kill background task bash-3", kind="execute", raw_input={"task_id": "bash-3"}
     )
     assert stack.tools.get("bash_output").present_result is None  # type: ignore[union-attr]
 
@@ -277,7 +277,7 @@ async def test_bash_presentcall_without_a_description_titles_the_card_from_the_c
     """no description: the title is the command's first line (cut, marked with …), no content block"""
     plain = present_call(stack, "bash", {"command": "  ls -la\n"})
     assert plain is not None
-    assert (plain.title, plain.content, plain.raw_input) == ("ls -la", None, "  ls -la\n")
+    assert (plain.title, plain.content, plain.raw_input) == ("ls -la", None, {"command": "  ls -la\n"})
     several = present_call(stack, "bash", {"command": "cd src\nmake test", "description": " "})
     assert several is not None
     assert (several.title, several.content) == ("cd src …", None)

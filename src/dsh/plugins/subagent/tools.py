@@ -110,7 +110,7 @@ class SubagentTools:
                 OUTPUT_PARAMETERS,
                 self.output,
                 present_call=lambda args: ToolCallPresentation(
-                    title=f"Read sub-agent task {args['task_id']}", kind="other", raw_input=args["task_id"]
+                    title=f"Read sub-agent task {args['task_id']}", kind="other", raw_input=dict(args)
                 ),
                 concurrency_safe=True,  # it only reads (or waits for) a run's outcome
             ),
@@ -120,7 +120,7 @@ class SubagentTools:
                 CANCEL_PARAMETERS,
                 self.cancel,
                 present_call=lambda args: ToolCallPresentation(
-                    title=f"Cancel sub-agent task {args['task_id']}", kind="other", raw_input=args["task_id"]
+                    title=f"Cancel sub-agent task {args['task_id']}", kind="other", raw_input=dict(args)
                 ),
             ),
         ]

@@ -119,7 +119,7 @@ def present_bash_call(args: BashArgs) -> ToolCallPresentation:
     return ToolCallPresentation(
         title=command_title(command),
         kind="execute",
-        raw_input=command,
+        raw_input=dict(args),  # the arguments object, as ACP clients show it
         content=(text(description),) if description else None,
         terminal=None if background else ToolTerminal(cwd=args.get("workdir")),
     )
@@ -174,7 +174,7 @@ class BashTools:
                 present_call=lambda args: ToolCallPresentation(
                     title=f"Read output from background task {args['task_id']}",
                     kind="execute",
-                    raw_input=args["task_id"],
+                    raw_input=dict(args),
                 ),
                 concurrency_safe=True,  # it only reads a task's buffered output
                 read_only=True,
@@ -185,7 +185,7 @@ class BashTools:
                 TASK_PARAMETERS,
                 self.kill,
                 present_call=lambda args: ToolCallPresentation(
-                    title=f"Kill background task {args['task_id']}", kind="execute", raw_input=args["task_id"]
+                    title=f"Kill background task {args['task_id']}", kind="execute", raw_input=dict(args)
                 ),
                 read_only=True,  # it stops the agent's own task and changes no file
             ),
