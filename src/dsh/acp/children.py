@@ -23,10 +23,6 @@ PREVIEW_CHARS = 400
 """How much of a child's message a card shows."""
 
 
-def _text(value: str) -> dict[str, Any]:
-    return {"type": "content", "content": {"type": "text", "text": value}}
-
-
 def progress_update(session_id: str, progress: SubagentProgress) -> dict[str, Any] | None:
     """The ``session/update`` params showing ``progress`` in its parent call's card, or None without a call."""
     if progress.call_id is UNSET:
