@@ -492,6 +492,7 @@ FROZEN: dict[str, list[str]] = {
         "validate_args",
     ],
     "dsh.core.usage": [
+        "DEFAULT_CONTEXT_WINDOWS",
         "DEFAULT_PRICES",
         "PER_PRICE_UNIT",
         "SUBAGENT_END",
@@ -578,7 +579,6 @@ FROZEN: dict[str, list[str]] = {
         "AGENT_COMPACTION",
         "COMPACTION",
         "DEFAULT_CONTEXT_WINDOW",
-        "DEFAULT_CONTEXT_WINDOWS",
         "SUMMARY_HEADER",
         "SUMMARY_INSTRUCTION",
         "Compaction",

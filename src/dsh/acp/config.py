@@ -14,7 +14,7 @@ class Config(BaseModel):
     """``model`` / ``systemPrompt`` become every bridge agent's options (unset when absent);
     ``agentName`` / ``agentVersion`` are announced in the ``initialize`` answer;
     ``contextWindows`` (model name -> tokens) adds to the known context windows that
-    ``usage_update`` reports (:data:`dsh.acp.usage.CONTEXT_WINDOWS`).
+    ``usage_update`` reports (:data:`dsh.core.usage.DEFAULT_CONTEXT_WINDOWS`).
 
     The transport is not configuration: it is a runtime argument of ``apply``.
     """

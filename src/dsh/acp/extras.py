@@ -40,13 +40,13 @@ from dsh.acp.models import (
 )
 from dsh.acp.params import InitializeParams, PromptParams, SetConfigOptionParams, SetModelParams
 from dsh.acp.steering import INITIALIZE_META, STEERING_METHOD, prompt_required, steers_prompts
-from dsh.acp.usage import CONTEXT_WINDOWS, UsageTally
+from dsh.acp.usage import UsageTally
 from dsh.core.agent import AGENT_TURN_START, Agent
 from dsh.core.commands import COMMANDS, COMMANDS_CHANGE
 from dsh.core.fs import FS
 from dsh.core.llm import LLM, text
 from dsh.core.session import UsageEvent, register_event_type
-from dsh.core.usage import own_start
+from dsh.core.usage import DEFAULT_CONTEXT_WINDOWS, own_start
 from dsh.kernel import Context
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class SessionExtras:
         self._record_of = record_of
         self._notify = notify
         self._request = request
-        self._windows = {**CONTEXT_WINDOWS, **config.context_windows}
+        self._windows = {**DEFAULT_CONTEXT_WINDOWS, **config.context_windows}
         self._extras: dict[str, _Extra] = {}
         self._fs = FsCapabilities()
         self._steer_prompts = False

@@ -4,7 +4,8 @@ ACP's ``usage_update`` says how full the context is (``used`` of ``size`` tokens
 what the session cost so far (``cost``: ``{amount, currency}``, optional). ``used`` is
 the last model request's prompt (uncached input, cache reads and writes) plus what it
 generated: what the next request starts from. ``size`` is the model's context window,
-from the ``contextWindows`` table of the ``acp`` config over :data:`CONTEXT_WINDOWS`;
+from the ``contextWindows`` table of the ``acp`` config over
+:data:`~dsh.core.usage.DEFAULT_CONTEXT_WINDOWS` (the table compaction reads too);
 for a model with no known window no update is sent (the field is required). ``cost``
 sums the session's own ``usage`` events (a fork's copied prefix is the source's) at the
 current model's price (:data:`~dsh.core.usage.DEFAULT_PRICES`), in ``USD``; it is left
@@ -17,18 +18,11 @@ addition per step (never a walk over the log); it is seeded from the log on load
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import Any, Final
+from typing import Any
 
 from dsh.core.llm import TokenUsage
 from dsh.core.session import SessionEvent, UsageEvent
 from dsh.core.usage import DEFAULT_PRICES, TokenTotals, cost_of
-
-CONTEXT_WINDOWS: Final[Mapping[str, int]] = MappingProxyType(
-    {"deepseek-v4-flash": 256_000, "deepseek-v4-pro": 256_000, "deepseek-chat": 256_000, "deepseek-reasoner": 256_000}
-)
-"""Known context windows in tokens (DeepSeek's API models); the ``acp`` config's
-``contextWindows`` adds to and overrides these."""
 
 
 def _in_context(usage: TokenUsage) -> int:

@@ -129,8 +129,8 @@ def test_the_config_rejects_a_tail_at_or_over_the_threshold_and_oversized_heads(
     config = Compaction.Config.model_validate({"models": {"mine-*": {"contextWindow": 5000}}, "contextWindow": 7000})
     assert [config.window(m) for m in ("mine-1", "deepseek-v4-pro", "deepseek-chat", "other")] == [
         5000,
-        1_000_000,
-        128_000,
+        256_000,
+        256_000,
         7000,
     ]
 

@@ -14,7 +14,7 @@ Manual: :meth:`Compaction.compact` (``dsh compact ID``) and
 Config: see :class:`~.config.Config`. Behavior: see :mod:`.service`.
 """
 
-from dsh.plugins.compaction.config import DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOWS, Config, ModelSettings
+from dsh.plugins.compaction.config import DEFAULT_CONTEXT_WINDOW, Config, ModelSettings
 from dsh.plugins.compaction.history import estimate, estimate_request
 from dsh.plugins.compaction.meter import Meter
 from dsh.plugins.compaction.notices import AGENT_COMPACTION, CompactionNotice, CompactionResult, NoticeKind
@@ -24,7 +24,6 @@ __all__ = [
     "AGENT_COMPACTION",
     "COMPACTION",
     "DEFAULT_CONTEXT_WINDOW",
-    "DEFAULT_CONTEXT_WINDOWS",
     "SUMMARY_HEADER",
     "SUMMARY_INSTRUCTION",
     "Compaction",

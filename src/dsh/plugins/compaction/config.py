@@ -2,8 +2,9 @@
 
 Every field has a default, so the plugin loads without config. ``models`` maps a model
 name pattern (``fnmatch`` style, first match wins) to the ``contextWindow`` of the
-models it names; :data:`DEFAULT_CONTEXT_WINDOWS` holds DeepSeek's, and a model no entry
-names gets the top-level ``contextWindow``.
+models it names; :data:`~dsh.core.usage.DEFAULT_CONTEXT_WINDOWS` holds DeepSeek's (the
+table ACP's ``usage_update`` reads too), and a model no entry names gets the top-level
+``contextWindow``.
 """
 
 from __future__ import annotations
@@ -12,12 +13,7 @@ from fnmatch import fnmatchcase
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-DEFAULT_CONTEXT_WINDOWS: dict[str, int] = {
-    "deepseek-v4-*": 1_000_000,
-    "deepseek-chat": 128_000,
-    "deepseek-reasoner": 128_000,
-}
-"""Context windows in tokens, by model pattern: DeepSeek's published figures."""
+from dsh.core.usage import DEFAULT_CONTEXT_WINDOWS
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """The window of a model no pattern names (tokens)."""
@@ -77,7 +73,4 @@ class Config(BaseModel):
         for pattern, settings in self.models.items():
             if fnmatchcase(model, pattern):
                 return settings.context_window
-        for pattern, window in DEFAULT_CONTEXT_WINDOWS.items():
-            if fnmatchcase(model, pattern):
-                return window
-        return self.context_window
+        return DEFAULT_CONTEXT_WINDOWS.get(model, self.context_window)
