@@ -322,3 +322,22 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+async def test_a_workspace_root_is_resolved_once_it_exists_and_a_missing_one_at_each_use(
+    local: Local, tmp_path: Path
+) -> None:
+    """(the roots' real paths are cached per service; a root that appears later as a symlink is seen)"""
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "a.txt").write_text("inside\n")
+    later = tmp_path / "later"
+    workspace = local.fs.workspace(str(later))
+    await fs_error(local.fs.read_window(workspace, str(target / "a.txt")), "OUTSIDE_WORKSPACE")
+    later.symlink_to(target)  # the root appears, as a link to target
+    window = await local.fs.read_window(workspace, "a.txt")
+    assert list(window.lines) == ["inside"]
+    later.unlink()
+    later.symlink_to(tmp_path)  # a root seen once keeps the directory it named then
+    (tmp_path / "b.txt").write_text("beside\n")
+    await fs_error(local.fs.read_window(workspace, str(tmp_path / "b.txt")), "OUTSIDE_WORKSPACE")

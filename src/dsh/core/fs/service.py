@@ -56,6 +56,7 @@ class FileSystem(Service, ABC):
         self.extra_dirs = tuple(os.path.abspath(os.path.expanduser(path)) for path in extra_dirs)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._editors: dict[str, EditorFiles] = {}
+        self._root_reals: dict[str, str] = {}
 
     # ------------------------------------------------------------ workspaces
     def workspace(self, cwd: str | None = None, *, session_id: str | None = None) -> Workspace:
@@ -111,7 +112,7 @@ class FileSystem(Service, ABC):
             raise FsError("the path contains a NUL character: give a plain file path", "INVALID_PATH", path)
         resolved = os.path.normpath(os.path.join(workspace.root, os.path.expanduser(path)))
         real = self._real_path(resolved)
-        if is_within(real, [self._real_path(root) for root in workspace.roots]):
+        if is_within(real, self._real_roots(workspace)):
             return resolved
         request = FsAccessRequest(workspace=workspace, path=resolved, real_path=real, operation=operation)
         if self.ctx.waterfall(FS_ACCESS, request, inner=lambda: False) is True:
@@ -193,8 +194,7 @@ class FileSystem(Service, ABC):
                 "INVALID_PATH",
             )
         base = self.resolve(workspace, path, "glob")
-        roots = [self._real_path(root) for root in workspace.roots]
-        return await self._glob(base, pattern, limit, roots)
+        return await self._glob(base, pattern, limit, self._real_roots(workspace))
 
     async def _gated(
         self,
@@ -241,6 +241,22 @@ class FileSystem(Service, ABC):
             return versioned(current.stat, raw)
         size = len(raw.encode("utf-8", "surrogatepass"))  # a new file: the editor creates it (now or when saved)
         return FileStat(path=path, kind="file", size=size, mtime_ns=0, mode=0o644, version=content_version(raw))
+
+    def _real_roots(self, workspace: Workspace) -> list[str]:
+        """The real paths of ``workspace``'s roots; a root that is a directory is resolved once per service.
+
+        A root that does not exist yet is resolved again at each call (it may appear as a
+        symlink); one that exists keeps the directory it named when first seen.
+        """
+        reals = []
+        for root in workspace.roots:
+            real = self._root_reals.get(root)
+            if real is None:
+                real = self._real_path(root)
+                if os.path.isdir(real):
+                    self._root_reals[root] = real
+            reals.append(real)
+        return reals
 
     # -------------------------------------------------------------- backend
     @abstractmethod
