@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from dsh.acp.models import ModelSelectEvent, logged_model, model_option
+from dsh.acp.models import model_option
 from dsh.core.commands import COMMANDS, Command, CommandRegistry
 from dsh.core.llm import ContentBlock, text
-from dsh.core.session import SteeringMessageEvent, UsageEvent
+from dsh.core.session import ModelSelectEvent, SteeringMessageEvent, UsageEvent, logged_model
 from dsh.core.tools import ToolDefinition, ToolExecution
 from dsh.kernel import Context, PluginSpec
 from dsh.testing.scripted import HANG, text_response, tool_call_response

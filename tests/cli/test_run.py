@@ -20,7 +20,7 @@ from dsh.plugins.demo import LABEL
 from dsh.testing.wire import Reply, TextDelta, WireServer, api_error, text_reply, tool_call
 from tests.cli.helpers import log_of, namespace, session_files, session_id_of, turn_ends, write_tree
 from tests.cli.plugins import stall_step
-from tests.sealing import unsealed_text
+from tests.sealing import unsealed, unsealed_text
 
 
 def run_args(root: Path, cwd: Path, *rest: str) -> list[str]:
@@ -121,6 +121,36 @@ async def test_resume_continues_the_session_and_its_turn_numbers(
     assert [event["seq"] for event in events] == list(range(len(events)))
     history = server.requests[1].json["messages"]
     assert [message["content"] for message in history[1:]] == ["first", "first answer", "second"]
+
+
+def _select_model_in_last_turn(root: Path, session_id: str, model: str) -> None:
+    """Log ``model/select`` inside the session's last turn, as an editor's switch does (lines written unsealed)."""
+    (path,) = [path for path in session_files(root) if path.stem == session_id]
+    header, *events = (json.loads(line) for line in unsealed(path.read_bytes()).decode().splitlines())
+    end = events.pop()
+    events.append({"type": "model/select", "seq": end["seq"], "time": end["time"], "data": {"model": model}})
+    events.append({**end, "seq": end["seq"] + 1})
+    path.write_text("".join(json.dumps(item, separators=(",", ":")) + "\n" for item in [header, *events]))
+
+
+@pytest.mark.parametrize(
+    ("flag", "asked"), [((), "deepseek-v4-pro"), (("--model", "deepseek-v4-flash"), "deepseek-v4-flash")]
+)
+async def test_resume_asks_the_model_the_session_last_selected_unless_model_says_otherwise(
+    server: WireServer,
+    sessions_root: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: tuple[str, ...],
+    asked: str,
+) -> None:
+    """(a `model/select` an editor logged over ACP holds for `dsh run --resume` too)"""
+    server.add(text_reply("first answer"), text_reply("second answer"))
+    assert await amain(run_args(sessions_root, workspace, "first")) == 0
+    session_id = session_id_of(capsys.readouterr().err)
+    _select_model_in_last_turn(sessions_root, session_id, "deepseek-v4-pro")
+    assert await amain(run_args(sessions_root, workspace, *flag, "--resume", session_id, "second")) == 0
+    assert [request.json["model"] for request in server.requests] == ["deepseek-v4-flash", asked]
 
 
 async def test_resuming_an_unknown_session_exits_1(

@@ -32,9 +32,6 @@ from dsh.acp.fs_client import AcpEditorFiles, FsCapabilities, Request
 from dsh.acp.jsonrpc import RequestError
 from dsh.acp.models import (
     CONFIG_ID,
-    ModelSelectData,
-    ModelSelectEvent,
-    logged_model,
     model_option,
     unknown_model_message,
 )
@@ -45,7 +42,7 @@ from dsh.core.agent import AGENT_TURN_START, Agent
 from dsh.core.commands import COMMANDS, COMMANDS_CHANGE
 from dsh.core.fs import FS
 from dsh.core.llm import LLM, text
-from dsh.core.session import UsageEvent, register_event_type
+from dsh.core.session import ModelSelectData, ModelSelectEvent, UsageEvent, logged_model
 from dsh.core.usage import DEFAULT_CONTEXT_WINDOWS, own_start
 from dsh.kernel import Context
 
@@ -88,7 +85,6 @@ class SessionExtras:
             "session/set_model": self.set_model,
             STEERING_METHOD: self.steering,
         }
-        ctx.effect(lambda: register_event_type(ModelSelectEvent), "model/select event type")
         ctx.on(COMMANDS_CHANGE, self._on_commands_change)
         ctx.on(AGENT_TURN_START, self._on_turn_start)
 

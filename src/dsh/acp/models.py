@@ -10,10 +10,11 @@ the older ``session/set_model`` (``modelId``). A name the ``llm`` service does n
 is ``-32602`` naming the available ones.
 
 **Durability.** A switch takes effect at once (the next model request of the session
-uses it, a turn already running included) and is logged as ``model/select`` (see
-:class:`ModelSelectEvent`) at the start of the next turn: plugin events belong inside a
-turn, and a choice no request used never became part of the conversation. A resumed
-session (``session/load``, or a fork) takes the last logged ``model/select``.
+uses it, a turn already running included) and is logged as ``model/select``
+(:class:`~dsh.core.session.ModelSelectEvent`) at the start of the next turn: session
+events belong inside a turn, and a choice no request used never became part of the
+conversation. A resumed session (``session/load``, a fork, ``dsh run --resume``) takes
+the last logged ``model/select``.
 """
 
 from __future__ import annotations
@@ -21,35 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from msgspec import Struct
-
-from dsh.core.session import SessionEvent, SessionEventBase
-
 CONFIG_ID: Final = "model"
 """The ``configId`` of the model option."""
-
-
-class ModelSelectData(Struct, frozen=True, rename="camel"):
-    """The model a session switched to; later model requests of the session use it."""
-
-    model: str
-
-
-class ModelSelectEvent(SessionEventBase, frozen=True, tag="model/select"):
-    """``model/select``: logged first thing in the first turn after a switch::
-
-    {"type":"model/select","seq":7,"time":0,"data":{"model":"deepseek-v4-pro"}}
-    """
-
-    data: ModelSelectData
-
-
-def logged_model(events: Sequence[SessionEvent]) -> str | None:
-    """The model of the last ``model/select`` in ``events`` (None when there is none)."""
-    for event in reversed(events):
-        if type(event) is ModelSelectEvent:
-            return event.data.model
-    return None
 
 
 def model_option(models: Sequence[str], current: str | None) -> dict[str, Any]:

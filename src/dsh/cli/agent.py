@@ -44,6 +44,7 @@ from dsh.core.session import (
     TurnEndEvent,
     TurnEndReason,
     TurnStartEvent,
+    logged_model,
 )
 from dsh.kernel import Context
 from dsh.plugins.compaction import AGENT_COMPACTION, CompactionNotice
@@ -100,7 +101,9 @@ async def start_agent(
     """Create agent :data:`MAIN_AGENT` on a fresh session in ``settings.cwd``, or resume session ``resume``.
 
     With ``fork``, the agent resumes a new fork of that stored session instead
-    (:func:`fork_session`). ``max_steps`` (``--max-steps``) caps each turn's steps;
+    (:func:`fork_session`). A resumed session asks the model its log last selected
+    (``model/select``: an editor's switch over ACP) unless ``--model`` names one.
+    ``max_steps`` (``--max-steps``) caps each turn's steps;
     None leaves it to the tree's ``agent-loop`` config. The agent belongs to
     ``root``'s fiber. Raises :class:`CliError` when the tree has no ``agents``
     service or the registry refuses (no loop loaded, an unknown or damaged session,
@@ -119,9 +122,13 @@ async def start_agent(
     root.on(AGENT_COMPACTION, say_compaction)
     try:
         if resume is not None:
-            return await agents.resume(
+            agent = await agents.resume(
                 ResumeAgentOptions(agent_id=MAIN_AGENT, resume_session_id=resume, agent_options=options)
             )
+            selected = logged_model(agent.session.events)
+            if selected is not None and settings.model is None:  # an editor's choice, unless --model says otherwise
+                agent.options.model = selected
+            return agent
         return agents.create(
             CreateAgentOptions(
                 agent_id=MAIN_AGENT,

@@ -52,6 +52,8 @@ from dsh.core.session.types import (
     MaxTokensReason,
     MessageData,
     MessageTrigger,
+    ModelSelectData,
+    ModelSelectEvent,
     PrunedResult,
     SessionEvent,
     SessionEventBase,
@@ -78,6 +80,7 @@ from dsh.core.session.types import (
     UsageData,
     UsageEvent,
     UserMessageEvent,
+    logged_model,
 )
 
 __all__ = [
@@ -115,6 +118,8 @@ __all__ = [
     "MaxTokensReason",
     "MessageData",
     "MessageTrigger",
+    "ModelSelectData",
+    "ModelSelectEvent",
     "NotJsonError",
     "PrunedResult",
     "Session",
@@ -154,6 +159,7 @@ __all__ = [
     "is_json_value",
     "is_turn_open",
     "last_turn_number",
+    "logged_model",
     "parse_session_event",
     "parse_session_event_line",
     "parse_session_header",

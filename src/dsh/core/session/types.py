@@ -16,6 +16,7 @@ values, kept exactly as read (SPEC §0.6).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
 from msgspec import UNSET, Struct, UnsetType
@@ -336,6 +337,32 @@ class CompactionEvent(SessionEventBase, frozen=True, tag="compaction"):
     data: CompactionData
 
 
+class ModelSelectData(Struct, frozen=True, rename="camel"):
+    """The model a session switched to; its later model requests use it."""
+
+    model: str
+
+
+class ModelSelectEvent(SessionEventBase, frozen=True, tag="model/select"):
+    """``model/select``: the session's model from here on (an editor's choice, logged in a turn)::
+
+        {"type":"model/select","seq":7,"time":0,"data":{"model":"deepseek-v4-pro"}}
+
+    A resumed session takes the last one (see :func:`logged_model`); a model asked for
+    explicitly at resume (``dsh run --model``) wins over it.
+    """
+
+    data: ModelSelectData
+
+
+def logged_model(events: Sequence[SessionEvent]) -> str | None:
+    """The model of the last ``model/select`` in ``events`` (None when there is none)."""
+    for event in reversed(events):
+        if type(event) is ModelSelectEvent:
+            return event.data.model
+    return None
+
+
 class UntypedEvent(Struct, frozen=True):
     """An event of a type no registered class defines; ``data`` is its JSON (do not mutate it)."""
 
@@ -360,8 +387,9 @@ CoreEvent: TypeAlias = (
     | UsageEvent
     | ErrorEvent
     | CompactionEvent
+    | ModelSelectEvent
 )
-"""The event types of SPEC §3.1, and ``compaction``."""
+"""The event types of SPEC §3.1, ``compaction`` and ``model/select``."""
 
 SessionEvent: TypeAlias = SessionEventBase | UntypedEvent
 """Any logged event: a typed one (core or registered) or an :class:`UntypedEvent`."""
@@ -381,6 +409,7 @@ CORE_EVENT_TYPES: tuple[type[SessionEventBase], ...] = (
     UsageEvent,
     ErrorEvent,
     CompactionEvent,
+    ModelSelectEvent,
 )
 
 EventType: TypeAlias = Literal[
