@@ -306,7 +306,7 @@ FROZEN: dict[str, list[str]] = {
         "to_json",
         "variant_tag",
     ],
-    "dsh.core.mcp": ["MCP", "SERVER_NAME", "HttpServer", "McpHost", "ServerSpec", "StdioServer"],
+    "dsh.core.mcp": ["MCP", "SERVER_NAME", "HttpServer", "McpHost", "ServerSpec", "SseServer", "StdioServer"],
     "dsh.core.persistence": [
         "MISSING",
         "POLL_INTERVAL_S",

@@ -10,7 +10,7 @@ import pytest
 
 from dsh.acp.jsonrpc import RequestError
 from dsh.acp.mcp_servers import local_name, mcp_capabilities, session_servers
-from dsh.core.mcp import HttpServer, StdioServer
+from dsh.core.mcp import HttpServer, SseServer, StdioServer
 from dsh.plugins import mcp_client
 from dsh.plugins.mcp_client import McpServers
 from dsh.testing.scripted import text_response, tool_call_response
@@ -19,7 +19,7 @@ from tests.acp.helpers import CWD, MOCK_MODEL_OPTIONS, bridge_stack
 from tests.acp.test_load import persist_turn
 from tests.plugins.mcp_client.helpers import SERVER, alive
 
-ALL = frozenset({"stdio", "http"})
+ALL = frozenset({"stdio", "http", "sse"})
 
 
 def stdio_entry(name: str, state: Path) -> dict[str, Any]:
@@ -37,6 +37,7 @@ def test_entries_become_specs_by_local_name() -> None:
             {"name": "my files", "command": "srv", "args": ["-x"], "env": [{"name": "K", "value": "V"}]},
             {"name": "my files", "command": "other"},
             {"type": "http", "name": "web", "url": "http://127.0.0.1:1/mcp", "headers": [{"name": "A", "value": "b"}]},
+            {"type": "sse", "name": "events", "url": "http://127.0.0.1:1/sse", "headers": []},
         ],
         ALL,
     )
@@ -44,13 +45,15 @@ def test_entries_become_specs_by_local_name() -> None:
         "my_files": StdioServer(command="srv", args=("-x",), env={"K": "V"}),
         "my_files_2": StdioServer(command="other"),
         "web": HttpServer(url="http://127.0.0.1:1/mcp", headers={"A": "b"}),
+        "events": SseServer(url="http://127.0.0.1:1/sse"),
     }
+    assert servers["events"].transport == "sse"
 
 
 @pytest.mark.parametrize(
     ("entries", "transports", "fragment"),
     [
-        ([{"type": "sse", "name": "s", "url": "http://h", "headers": []}], ALL, "sse servers are not supported"),
+        ([{"type": "sse", "name": "s", "url": "http://h", "headers": []}], frozenset({"stdio", "http"}), "sse servers"),
         ([{"type": "http", "name": "h", "url": "http://h", "headers": []}], frozenset({"stdio"}), "use a stdio server"),
         ([{"name": "x"}], ALL, "mcpServers:"),
         ([{"type": "acp", "name": "a", "id": "x"}], ALL, "acp servers are not supported"),
@@ -70,6 +73,7 @@ def test_local_names_are_valid_and_distinct() -> None:
     assert local_name(long, {"x" * 32}) == "x" * 30 + "_2"
     assert local_name("a", {"a", "a_2"}) == "a_3"
     assert mcp_capabilities(frozenset({"stdio"})) == {"http": False, "sse": False}
+    assert mcp_capabilities(ALL) == {"http": True, "sse": True}
 
 
 async def test_session_new_runs_the_servers_for_that_session(tmp_path: Path) -> None:
@@ -79,7 +83,7 @@ async def test_session_new_runs_the_servers_for_that_session(tmp_path: Path) -> 
     async with bridge_stack(tmp_path, script) as stack:
         fiber = await stack.ctx.plugin(mcp_client, {})
         hello = await stack.client.initialize()
-        assert hello["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": False}
+        assert hello["agentCapabilities"]["mcpCapabilities"] == {"http": True, "sse": True}
         session_id = await stack.client.new_session(CWD, mcpServers=[stdio_entry("tools", state)])
         service = fiber.instance
         assert isinstance(service, McpServers)
@@ -110,8 +114,8 @@ async def test_bad_servers_are_refused_before_a_session_opens(tmp_path: Path) ->
         await stack.ctx.plugin(mcp_client, {})
         await stack.client.initialize()
         with pytest.raises(RpcResponseError) as caught:
-            await stack.client.new_session(CWD, mcpServers=[{"type": "sse", "name": "s", "url": "http://h"}])
-        assert "sse servers are not supported" in caught.value.message
+            await stack.client.new_session(CWD, mcpServers=[{"type": "ws", "name": "s", "url": "ws://h"}])
+        assert "ws servers are not supported" in caught.value.message
         assert stack.agents.list() == []
 
 

@@ -2,8 +2,9 @@
 
 ACP describes a stdio server as ``{name, command, args, env: [{name, value}]}`` and an
 HTTP one as ``{type: "http", name, url, headers: [{name, value}]}``; stdio is always
-accepted, HTTP only when the MCP host runs it (and the ``initialize`` answer then
-advertises ``mcpCapabilities.http``); SSE servers are refused. Each server's ACP
+accepted, HTTP and SSE (``{type: "sse", name, url, headers}``) only when the MCP host
+runs them (and the ``initialize`` answer then advertises ``mcpCapabilities.http`` /
+``.sse``). Each server's ACP
 name becomes a local server name (the ``<server>`` of ``mcp__<server>__<tool>``):
 characters other than letters, digits, ``_`` and ``-`` become ``_``, the name is cut
 to 32 characters, and a repeated name gets ``_2``, ``_3``, ...
@@ -18,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dsh.acp.jsonrpc import RequestError
-from dsh.core.mcp import HttpServer, StdioServer
+from dsh.core.mcp import HttpServer, SseServer, StdioServer
 
 
 class _Entry(BaseModel):
@@ -63,7 +64,7 @@ def local_name(name: str, taken: set[str]) -> str:
 
 def mcp_capabilities(transports: frozenset[str]) -> dict[str, bool]:
     """The ``mcpCapabilities`` an agent whose MCP host runs ``transports`` advertises."""
-    return {"http": "http" in transports, "sse": False}
+    return {"http": "http" in transports, "sse": "sse" in transports}
 
 
 def session_servers(raw: Sequence[Any], transports: frozenset[str]) -> dict[str, StdioServer | HttpServer]:
@@ -86,8 +87,9 @@ def session_servers(raw: Sequence[Any], transports: frozenset[str]) -> dict[str,
                 servers[name] = StdioServer(
                     command=entry.command, args=tuple(entry.args), env={item.name: item.value for item in entry.env}
                 )
-            elif type(entry) is AcpHttpServer and entry.type == "http" and "http" in transports:
-                servers[name] = HttpServer(url=entry.url, headers={item.name: item.value for item in entry.headers})
+            elif type(entry) is AcpHttpServer and entry.type in transports:
+                spec = HttpServer if entry.type == "http" else SseServer
+                servers[name] = spec(url=entry.url, headers={item.name: item.value for item in entry.headers})
             else:
                 raise RequestError.invalid_params(
                     f'MCP server "{entry.name}": {entry.type} servers are not supported; use a stdio server'

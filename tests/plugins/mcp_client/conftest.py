@@ -19,20 +19,18 @@ def state(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a streamable HTTP test server on 127.0.0.1, one per test worker."""
-    state = tmp_path_factory.mktemp("http-state")
+def _serve(tmp_path_factory: pytest.TempPathFactory, transport: str) -> Iterator[int]:
+    """Run the test server over ``transport`` (``http`` or ``sse``) on 127.0.0.1; yield its port."""
+    state = tmp_path_factory.mktemp(f"{transport}-state")
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "http"],
+        [sys.executable, str(SERVER), transport],
         stdout=subprocess.PIPE,
         env={"MCP_TEST_STATE": str(state), "PATH": "/usr/bin:/bin"},
         text=True,
     )
     try:
         assert process.stdout is not None
-        port = int(process.stdout.readline())
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield int(process.stdout.readline())
     finally:
         process.terminate()
         try:
@@ -42,3 +40,17 @@ def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a streamable HTTP test server on 127.0.0.1, one per test worker."""
+    for port in _serve(tmp_path_factory, "http"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="session")
+def sse_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of an HTTP+SSE test server on 127.0.0.1, one per test worker."""
+    for port in _serve(tmp_path_factory, "sse"):
+        yield f"http://127.0.0.1:{port}/sse"

@@ -18,7 +18,7 @@ from dsh.kernel import Context, Effect, Service, ServiceKey
 class McpHost(Service, ABC):
     """Abstract base of the MCP server host, provided as ``ctx[MCP]``."""
 
-    transports: frozenset[str] = frozenset({"stdio", "http"})
+    transports: frozenset[str] = frozenset({"stdio", "http", "sse"})
     """The server transports this host can run."""
 
     def __init__(self, ctx: Context) -> None:

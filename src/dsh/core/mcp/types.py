@@ -1,4 +1,4 @@
-"""How to reach one MCP server: a :class:`StdioServer` or an :class:`HttpServer`.
+"""How to reach one MCP server: a :class:`StdioServer`, an :class:`HttpServer` or an :class:`SseServer`.
 
 A server is known by a local name (:data:`SERVER_NAME`), the ``<server>`` of its
 tools' ``mcp__<server>__<tool>`` names; the name is configuration, never what the
@@ -50,5 +50,12 @@ class HttpServer(_Spec):
         return value
 
 
-ServerSpec: TypeAlias = Annotated[StdioServer | HttpServer, Field(discriminator="transport")]
-"""One server's spec, told apart by ``transport`` (``stdio`` unless a ``url`` is given)."""
+class SseServer(HttpServer):
+    """A server reached over the older HTTP+SSE transport (events on a GET stream at ``url``,
+    messages posted to the endpoint the server names), every request carrying ``headers``."""
+
+    transport: Literal["sse"] = "sse"  # type: ignore[assignment]  # the tag of this kind of HTTP server
+
+
+ServerSpec: TypeAlias = Annotated[StdioServer | HttpServer | SseServer, Field(discriminator="transport")]
+"""One server's spec, told apart by ``transport`` (``stdio`` unless a ``url`` is given, then ``http``)."""

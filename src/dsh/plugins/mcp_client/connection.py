@@ -31,7 +31,7 @@ from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, cast
 
 from dsh.core.errors import HarnessError
-from dsh.core.mcp import HttpServer, StdioServer
+from dsh.core.mcp import HttpServer, SseServer, StdioServer
 from dsh.kernel import AbortError, AbortSignal
 from dsh.plugins.mcp_client.config import McpConfig
 
@@ -206,6 +206,10 @@ class ServerConnection:
 
             params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=spec.cwd)
             return stdio_client(params, errlog=server_stderr())
+        if type(spec) is SseServer:
+            from mcp.client.sse import sse_client
+
+            return sse_client(spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0)
         assert type(spec) is HttpServer
         import httpx2
         from mcp.client.streamable_http import streamable_http_client

@@ -91,7 +91,7 @@ async def hang(tag: str) -> str:
     return "unreachable"
 
 
-def _serve_http() -> None:
+def _serve_http(sse: bool = False) -> None:
     import anyio
     import uvicorn
 
@@ -99,14 +99,15 @@ def _serve_http() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    app = server.sse_app() if sse else server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
 
 
 if __name__ == "__main__":
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / f"started-{os.getpid()}").write_text("")
-    if sys.argv[1:] == ["http"]:
-        _serve_http()
+    if sys.argv[1:] in (["http"], ["sse"]):
+        _serve_http(sse=sys.argv[1] == "sse")
     else:
         server.run("stdio")
