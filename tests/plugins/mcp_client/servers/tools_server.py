@@ -98,6 +98,7 @@ def _serve_http(sse: bool = False) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # before the port is told: a client that connects at once waits in the backlog, never refused
     print(sock.getsockname()[1], flush=True)
     app = server.sse_app() if sse else server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
