@@ -30,7 +30,7 @@ from dsh.cli.fleet.scheduler import run_fleet
 from dsh.cli.fleet.tasks import TaskResult, read_tasks, result_line
 from dsh.cli.fleet.worker import FleetWorker
 from dsh.cli.profile import Tree, resolve_tree
-from dsh.cli.settings import Settings, check_sessions_root
+from dsh.cli.settings import Settings
 
 NO_RAY_HELP = "dsh batch runs on Ray, which is not installed: pip install 'dsh[ray]'"
 
@@ -110,9 +110,7 @@ async def command(args: argparse.Namespace) -> int:
     """The ``batch`` subcommand."""
     try:
         settings = Settings.from_args(args)
-        tree = resolve_tree(settings)
-        if tree.file is None and settings.store is None:
-            check_sessions_root(settings.sessions_root)
+        tree = resolve_tree(settings, writes=True)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             results = await run_batch(tree, settings, args, *_paths(args))
         bad = sum(failed(result) for result in results)

@@ -36,7 +36,7 @@ from dsh.cli.errors import CliError, report
 from dsh.cli.permission_flags import apply_permission_flags
 from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
-from dsh.cli.settings import Settings, check_sessions_root
+from dsh.cli.settings import Settings
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
 from dsh.core.agent import AGENT_QUEUED, AGENTS
 from dsh.core.approval import APPROVAL_REQUEST
@@ -178,9 +178,7 @@ async def command(args: argparse.Namespace) -> int:
     """The ``chat`` subcommand."""
     try:
         settings = Settings.from_args(args)
-        tree = resolve_tree(settings)
-        if tree.file is None and settings.store is None:
-            check_sessions_root(settings.sessions_root)
+        tree = resolve_tree(settings, writes=True)
         plain = bool(args.plain) or not sys.stdout.isatty()
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await chat(

@@ -44,7 +44,7 @@ async def command(args: argparse.Namespace) -> int:
     """The ``compact`` subcommand."""
     try:
         settings = Settings.from_args(args)
-        tree = resolve_tree(settings)
+        tree = resolve_tree(settings, writes=True)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await compact_session(tree, settings, args.id, args.instructions)
     except CliError as error:

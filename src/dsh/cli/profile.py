@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from dsh.cli.errors import CliError
-from dsh.cli.settings import PROVIDERS, Settings
+from dsh.cli.settings import PROVIDERS, Settings, check_sessions_root
 from dsh.plugins.otel import exporter_requested
 
 DEFAULT_MODEL = "deepseek-v4-flash"
@@ -214,12 +214,17 @@ def render_tree(entries: list[dict[str, Any]], label: str) -> str:
     return head + body
 
 
-def resolve_tree(settings: Settings, purpose: Purpose = "agent", *, need_key: bool = True) -> Tree:
+def resolve_tree(
+    settings: Settings, purpose: Purpose = "agent", *, need_key: bool = True, writes: bool = False
+) -> Tree:
     """The tree a command boots: ``--config``'s file, else the built-in profile.
 
     Raises :class:`CliError` when the file cannot be read, and (status 2, with
     :data:`NO_MODEL_HELP`) when an agent tree is the default profile, ``need_key`` is
-    set and no API key is (``dsh config`` prints the profile without one).
+    set and no API key is (``dsh config`` prints the profile without one). With
+    ``writes`` (a command that writes sessions), the built-in profile's JSONL sessions
+    root must be writable (:func:`~dsh.cli.settings.check_sessions_root`), before any
+    model is asked.
     """
     if settings.config is not None:
         try:
@@ -229,6 +234,8 @@ def resolve_tree(settings: Settings, purpose: Purpose = "agent", *, need_key: bo
         return Tree(str(settings.config), text, settings.config, settings.model)
     if need_key and purpose == "agent" and not settings.demo and not settings.has_api_key:
         raise CliError(NO_OPENAI_KEY_HELP if settings.provider == "openai" else NO_MODEL_HELP, 2)
+    if writes and settings.store is None:
+        check_sessions_root(settings.sessions_root)
     entries = tuple(profile_entries(settings, purpose))
     model = profile_model(settings) if purpose == "agent" else None
     return Tree(_profile_label(settings, purpose), None, None, model, entries)

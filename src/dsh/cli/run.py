@@ -66,7 +66,7 @@ from dsh.cli.errors import CliError, report
 from dsh.cli.limits import TurnBudget
 from dsh.cli.permission_flags import EXIT_REFUSED, Refusals, apply_permission_flags
 from dsh.cli.profile import Tree, resolve_tree
-from dsh.cli.settings import Settings, check_sessions_root
+from dsh.cli.settings import Settings
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, first_of, on_numbered_signals
 from dsh.cli.usage import price_of, run_summary
 from dsh.core.agent import AGENT_ERROR, Agent
@@ -244,9 +244,7 @@ async def command(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_args(args)
         prompt = read_prompt(list(args.prompt))
-        tree = resolve_tree(settings)
-        if tree.file is None and settings.store is None:
-            check_sessions_root(settings.sessions_root)
+        tree = resolve_tree(settings, writes=True)
         with logging_to_stderr(settings.verbose, debug=settings.debug):
             return await run_prompt(
                 tree,

@@ -32,7 +32,7 @@ from dsh.cli.agent import agent_model
 from dsh.cli.boot import booted, logging_to_stderr
 from dsh.cli.errors import CliError, report
 from dsh.cli.profile import DEFAULT_SYSTEM_PROMPT, Tree, resolve_tree
-from dsh.cli.settings import Settings, check_sessions_root
+from dsh.cli.settings import Settings
 from dsh.cli.signals import first_of, on_signals
 from dsh.kernel import Context, ServiceKey
 
@@ -125,9 +125,7 @@ async def command(args: argparse.Namespace) -> int:
         return report(error)
     with logging_to_stderr(settings.verbose):
         try:
-            tree = resolve_tree(settings)
-            if tree.file is None and settings.store is None:
-                check_sessions_root(settings.sessions_root)
+            tree = resolve_tree(settings, writes=True)
         except CliError as error:
             return await serve_unconfigured(error, settings)
         try:

@@ -694,8 +694,8 @@ async def test_a_pipe_that_fails_to_read_counts_as_closed(tmp_path: Path, monkey
     real_spawn = process_module._spawn
     real_read = os.read
 
-    def spawn(command: str, cwd: str, launch: Any) -> Any:
-        spawned.append(real_spawn(command, cwd, launch))
+    def spawn(command: str, cwd: str, launch: Any, sandbox: Any = None) -> Any:
+        spawned.append(real_spawn(command, cwd, launch, sandbox))
         broken.append(spawned[-1].stdout.fileno())
         return spawned[-1]
 

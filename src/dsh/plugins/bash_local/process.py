@@ -265,10 +265,7 @@ class RunningBash:
         if self._reaper is not None:
             self._reaper.prepare()
         try:
-            sandbox = self._sandbox
-            process = (
-                _spawn(command, cwd, self._env) if sandbox is None else _confined(command, cwd, self._env, sandbox)
-            )
+            process = _spawn(command, cwd, self._env, self._sandbox)
         except (OSError, ValueError) as error:
             self._settle()
             self._spawned.set_result(None)
@@ -314,38 +311,25 @@ class RunningBash:
         )
 
 
-def _spawn(command: str, cwd: str, launch: ChildEnv) -> subprocess.Popen[bytes]:
-    """Start ``bash -c command`` in its own session, stdin from /dev/null, output piped.
+def _spawn(command: str, cwd: str, launch: ChildEnv, sandbox: Launch | None = None) -> subprocess.Popen[bytes]:
+    """Start ``bash -c command`` in its own session, stdin from /dev/null, output piped;
+    with ``sandbox``, through its launcher (which then execs bash).
 
     Synchronous (fork and exec, as asyncio's subprocess support does too); raises
-    ``OSError`` when bash or ``cwd`` cannot be used and ``ValueError`` for a NUL.
+    ``OSError`` when bash, the launcher or ``cwd`` cannot be used and ``ValueError`` for a NUL.
     """
     env, bash = launch.current()
+    argv = ["bash", "-c", command]
     return subprocess.Popen(
-        ["bash", "-c", command],
-        executable=bash,
+        argv if sandbox is None else sandbox.argv(bash or "bash", argv),
+        executable=bash if sandbox is None else None,
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-    )
-
-
-def _confined(command: str, cwd: str, launch: ChildEnv, sandbox: Launch) -> subprocess.Popen[bytes]:
-    """Like :func:`_spawn`, through ``sandbox``'s launcher (which then execs bash); also raises
-    ``OSError`` when the launcher cannot be run."""
-    env, bash = launch.current()
-    return subprocess.Popen(
-        sandbox.argv(bash or "bash", ["bash", "-c", command]),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        pass_fds=sandbox.pass_fds,
+        pass_fds=() if sandbox is None else sandbox.pass_fds,
     )
 
 
