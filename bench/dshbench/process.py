@@ -31,13 +31,17 @@ child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subproce
 _, status, usage = os.wait4(child.pid, 0)
 child.returncode = os.waitstatus_to_exitcode(status)
 wall = time.perf_counter() - start
-print(json.dumps({"start": start, "wall": wall, "maxrss": usage.ru_maxrss, "status": child.returncode}))
+cpu = usage.ru_utime + usage.ru_stime
+print(json.dumps({"start": start, "wall": wall, "cpu": cpu, "maxrss": usage.ru_maxrss, "status": child.returncode}))
 """
 
 
 @dataclass(frozen=True)
 class ProcessRun:
     """One launch: seconds to exit, the command's peak RSS (KiB), its exit status and stderr.
+
+    ``cpu`` is the user + system seconds of the command and of the children it waited for
+    (its ``wait4`` rusage), the launcher excluded.
 
     ``first_request`` is the seconds from launch until the wire server saw the first
     request, or None when the process exited without sending one.
@@ -48,6 +52,7 @@ class ProcessRun:
     returncode: int
     stderr: str
     first_request: float | None = None
+    cpu: float = 0.0
 
     def failure(self) -> str | None:
         """None for exit 0; else a one-line reason with the last line of stderr."""
@@ -100,4 +105,4 @@ async def timed_run(
         return ProcessRun(0.0, 0, launcher.returncode or -1, stderr)
     report = json.loads(lines[-1])
     first = seen - report["start"] if seen is not None else None
-    return ProcessRun(report["wall"], report["maxrss"], report["status"], stderr, first)
+    return ProcessRun(report["wall"], report["maxrss"], report["status"], stderr, first, report["cpu"])
