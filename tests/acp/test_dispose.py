@@ -85,7 +85,7 @@ async def test_no_agent_is_created_by_a_session_new_after_the_bridge_has_closed_
         await asyncio.wait({pending})
         error = pending.exception()
         assert isinstance(error, RequestError)
-        assert error.message == f"Internal error: {DISPOSED_MESSAGE}"
+        assert str(error) == f"Internal error: {DISPOSED_MESSAGE}"
         assert stack.agents.list() == []
         # and over the wire, after the close
         with pytest.raises(RpcResponseError, match=DISPOSED_MESSAGE):

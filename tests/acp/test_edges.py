@@ -90,7 +90,7 @@ async def test_survives_a_session_update_that_the_client_rejects_best_effort_not
         with caplog.at_level(logging.WARNING):
             assert await stack.client.prompt(session_id, "go") == {"stopReason": "end_turn"}
         assert refusing[0].refused == 2
-        assert "acp: session/update failed: client rejected the update" in caplog.text
+        assert "acp: session/update failed: could not send session/update: client rejected the update" in caplog.text
         assert stack.updates == []
 
         def client_side_failure(update: dict[str, Any]) -> None:

@@ -300,8 +300,17 @@ async def test_an_opted_in_client_steers_the_running_turn_with_a_second_prompt(t
         session_id = await stack.client.new_session(CWD)
         first = stack.client.prompt_future(session_id, "start")
         await stack.client.wait_for(saw_tool_call)
+        agent = stack.agent(session_id)
+        steered = asyncio.Event()
+        steer = agent.steer
+
+        def steer_and_tell(content: Any, **options: Any) -> None:
+            steer(content, **options)
+            steered.set()
+
+        agent.steer = steer_and_tell  # type: ignore[method-assign]
         second = stack.client.prompt_future(session_id, "and also this")
-        await asyncio.sleep(0)
+        await steered.wait()  # the second prompt reached the running turn before the tool returns
         release.set()
         assert result_of(await first) == {"stopReason": "end_turn"}
         assert result_of(await second) == {"stopReason": "end_turn"}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.schema import FileSystemCapabilities
 
 import dsh.plugins.tool_fs as tool_fs
 from dsh.acp import RequestError
@@ -129,7 +130,7 @@ async def test_a_closed_connection_is_an_io_error_naming_the_call() -> None:
     async def refused(method: str, params: Any) -> Any:
         raise RequestError(-32000, "nope")
 
-    files = AcpEditorFiles(gone, "s", FsCapabilities({"readTextFile": True}))
+    files = AcpEditorFiles(gone, "s", FsCapabilities(FileSystemCapabilities(read_text_file=True)))
     assert files.reads
     assert not files.writes
     with pytest.raises(FsError) as caught:
@@ -138,4 +139,4 @@ async def test_a_closed_connection_is_an_io_error_naming_the_call() -> None:
     assert str(caught.value).startswith("the editor is gone (the client closed the connection): fs/write_text_file")
     with pytest.raises(FsError, match="the editor refused fs/read_text_file for /w/a: nope"):
         await AcpEditorFiles(refused, "s", FsCapabilities()).read("/w/a")
-    assert not FsCapabilities("not a dict").any
+    assert not FsCapabilities(None).any

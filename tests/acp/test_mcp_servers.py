@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.exceptions import RequestError
 
-from dsh.acp.jsonrpc import RequestError
 from dsh.acp.mcp_servers import local_name, mcp_capabilities, session_servers
 from dsh.core.mcp import HttpServer, SseServer, StdioServer
 from dsh.plugins import mcp_client
@@ -63,7 +63,7 @@ def test_entries_become_specs_by_local_name() -> None:
 def test_bad_entries_are_invalid_params(entries: list[Any], transports: frozenset[str], fragment: str) -> None:
     with pytest.raises(RequestError) as caught:
         session_servers(entries, transports)
-    assert fragment in caught.value.message
+    assert fragment in str(caught.value)
 
 
 def test_local_names_are_valid_and_distinct() -> None:
@@ -115,7 +115,7 @@ async def test_bad_servers_are_refused_before_a_session_opens(tmp_path: Path) ->
         await stack.client.initialize()
         with pytest.raises(RpcResponseError) as caught:
             await stack.client.new_session(CWD, mcpServers=[{"type": "ws", "name": "s", "url": "ws://h"}])
-        assert "ws servers are not supported" in caught.value.message
+        assert "ws servers are not supported" in str(caught.value)
         assert stack.agents.list() == []
 
 

@@ -1,4 +1,4 @@
-"""Requests from the bridge to the client (``JsonRpcConnection.request``), the channel of the ACP answerer."""
+"""Requests from the bridge to the client (``RpcServer.request`` on the SDK connection), the channel of the ACP answerer."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from dsh.acp import INTERNAL_ERROR, JsonRpcConnection, RequestError, memory_transport_pair
+from dsh.acp import INTERNAL_ERROR, RequestError, RpcServer, memory_transport_pair
 from dsh.kernel import Logger
 from tests.acp.client import AcpTestClient
 
 
 @pytest.fixture
-async def peer() -> AsyncIterator[tuple[JsonRpcConnection, AcpTestClient]]:
+async def peer() -> AsyncIterator[tuple[RpcServer, AcpTestClient]]:
     server, client_end = memory_transport_pair()
-    connection = JsonRpcConnection(server, requests={}, notifications={}, logger=Logger("acp-test"))
+    connection = RpcServer(server, requests={}, notifications={}, logger=Logger("acp-test"))
     connection.start()
     client = AcpTestClient(client_end)
     client.start()
@@ -35,7 +35,7 @@ def respond(client: AcpTestClient, request_id: Any, **body: Any) -> None:
     client.write_raw(json.dumps({"jsonrpc": "2.0", "id": request_id, **body}))
 
 
-async def test_a_request_gets_its_result_and_ids_count_up(peer: tuple[JsonRpcConnection, AcpTestClient]) -> None:
+async def test_a_request_gets_its_result_and_ids_count_up(peer: tuple[RpcServer, AcpTestClient]) -> None:
     connection, client = peer
     first = asyncio.ensure_future(connection.request("x/one", {"a": 1}))
     second = asyncio.ensure_future(connection.request("x/two", None))
@@ -57,20 +57,19 @@ async def test_a_request_gets_its_result_and_ids_count_up(peer: tuple[JsonRpcCon
     ],
 )
 async def test_an_error_response_raises_request_error(
-    peer: tuple[JsonRpcConnection, AcpTestClient], error: Any, code: int, message: str, data: Any
+    peer: tuple[RpcServer, AcpTestClient], error: Any, code: int, message: str, data: Any
 ) -> None:
     connection, client = peer
     pending = asyncio.ensure_future(connection.request("x/fail", {}))
     respond(client, (await asked(client))["id"], error=error)
     with pytest.raises(RequestError) as caught:
         await pending
-    assert (caught.value.code, caught.value.message) == (code, message)
-    expected = {"code": code, "message": message} if data is None else {"code": code, "message": message, "data": data}
-    assert caught.value.to_json() == expected
+    assert (caught.value.code, str(caught.value)) == (code, message)
+    assert caught.value.to_error_obj() == {"code": code, "message": message, "data": data}
 
 
 async def test_stray_responses_are_ignored(
-    peer: tuple[JsonRpcConnection, AcpTestClient], caplog: pytest.LogCaptureFixture
+    peer: tuple[RpcServer, AcpTestClient], caplog: pytest.LogCaptureFixture
 ) -> None:
     connection, client = peer
     caplog.set_level("DEBUG")
@@ -81,10 +80,10 @@ async def test_stray_responses_are_ignored(
     client.write_raw('{"jsonrpc": "2.0", "id": {"x": 1}, "result": 1}')
     respond(client, request_id, result="mine")
     assert await pending == "mine"
-    assert "ignoring a response to id 99: no request waits for it" in caplog.text
+    assert "ignoring a response to id {'x': 1}: no request waits for it" in caplog.text
 
 
-async def test_cancelling_the_caller_forgets_the_request(peer: tuple[JsonRpcConnection, AcpTestClient]) -> None:
+async def test_cancelling_the_caller_forgets_the_request(peer: tuple[RpcServer, AcpTestClient]) -> None:
     connection, client = peer
     pending = asyncio.ensure_future(connection.request("x/slow", {}))
     request_id = (await asked(client))["id"]
@@ -99,21 +98,21 @@ async def test_cancelling_the_caller_forgets_the_request(peer: tuple[JsonRpcConn
 
 async def test_the_end_of_the_connection_fails_pending_and_later_requests() -> None:
     server, client_end = memory_transport_pair()
-    connection = JsonRpcConnection(server, requests={}, notifications={}, logger=Logger("acp-test"))
+    connection = RpcServer(server, requests={}, notifications={}, logger=Logger("acp-test"))
     connection.start()
     client = AcpTestClient(client_end)
     client.start()
     pending = asyncio.ensure_future(connection.request("x/never", {}))
     await asked(client)
     await client.aclose()
-    with pytest.raises(ConnectionError, match="the client closed the connection"):
+    with pytest.raises(ConnectionError, match="Connection closed"):
         await pending
-    with pytest.raises(ConnectionError, match="the client closed the connection"):
+    with pytest.raises(ConnectionError, match="Connection closed"):
         await connection.request("x/after", {})
     await connection.wait_closed()
 
 
-async def test_an_unknown_method_is_still_method_not_found(peer: tuple[JsonRpcConnection, AcpTestClient]) -> None:
+async def test_an_unknown_method_is_still_method_not_found(peer: tuple[RpcServer, AcpTestClient]) -> None:
     _connection, client = peer
     reply = await client.send("x/unknown", {})
     assert reply["error"] == {"code": -32601, "message": "Method not found", "data": {"method": "x/unknown"}}

@@ -3,10 +3,13 @@
 This package is the ``acp`` plugin (``name``, ``inject``, ``Config``, ``apply``; load
 it as ``dsh.acp``) and its entry points :func:`run_acp` / :func:`serve_stdio`:
 
-* :mod:`.bridge` — :class:`AcpBridge`: sessions, prompts, settlement, teardown;
+* :mod:`.bridge` — :class:`AcpBridge`: the ACP methods, live events, teardown;
+* :mod:`.opening` — opening a session's agent (workspace, MCP servers, owner fiber);
+* :mod:`.settlement` — which turn answers a prompt, with which stop reason;
 * :mod:`.stream` — session events → ``session/update`` (pure), tool presentation;
 * :mod:`.codec` — prompt text, stop reasons, content mapping (pure);
-* :mod:`.jsonrpc` — the newline-delimited JSON-RPC 2.0 connection (one ordered writer);
+* :mod:`.rpc` — the connection: the ACP SDK's ``Connection`` with dsh's method table;
+* :mod:`.frames` — the hardened frame layer under it (decode errors answered, ordered writes);
 * :mod:`.permission` — the answerer of ``approval/request``: ``session/request_permission``;
 * :mod:`.modes` — ACP session modes over the ``permissions`` service;
 * :mod:`.transport` — in-memory and stdio line transports;
@@ -14,7 +17,10 @@ it as ``dsh.acp``) and its entry points :func:`run_acp` / :func:`serve_stdio`:
   session methods with the configuration problem when no agent can run.
 """
 
-from dsh.acp.bridge import DISPOSED_MESSAGE, AcpBridge, Inflight, SessionRecord
+from acp.exceptions import RequestError
+from acp.meta import PROTOCOL_VERSION
+
+from dsh.acp.bridge import DISPOSED_MESSAGE, AcpBridge
 from dsh.acp.codec import (
     StopReason,
     acp_prompt_to_text,
@@ -23,18 +29,18 @@ from dsh.acp.codec import (
     turn_end_to_stop_reason,
 )
 from dsh.acp.config import DEFAULT_AGENT_NAME, DEFAULT_AGENT_VERSION, Config, agent_options
-from dsh.acp.jsonrpc import (
+from dsh.acp.frames import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
-    JsonRpcConnection,
-    RequestError,
+    FrameTransport,
     encode_frame,
-    unexpected_error,
 )
 from dsh.acp.plugin import apply, inject, name, run_acp, serve_stdio
+from dsh.acp.rpc import RpcServer, internal_error, invalid_params, unexpected_error
+from dsh.acp.settlement import Inflight, SessionRecord
 from dsh.acp.stream import (
     NO_TERMINAL,
     NULL_PRESENTER,
@@ -49,7 +55,7 @@ from dsh.acp.stream import (
     tool_kind_for,
 )
 from dsh.acp.transport import LineTransport, MemoryTransport, StdioTransport, memory_transport_pair
-from dsh.acp.unconfigured import PROTOCOL_VERSION, initialize_result, serve_unconfigured
+from dsh.acp.unconfigured import initialize_result, serve_unconfigured
 from dsh.core.tools import parse_arguments
 
 __all__ = [
@@ -66,13 +72,14 @@ __all__ = [
     "PROTOCOL_VERSION",
     "AcpBridge",
     "Config",
+    "FrameTransport",
     "Inflight",
-    "JsonRpcConnection",
     "LineTransport",
     "MemoryTransport",
     "NullToolPresenter",
     "Presenter",
     "RequestError",
+    "RpcServer",
     "SessionRecord",
     "StdioTransport",
     "StopReason",
@@ -87,6 +94,8 @@ __all__ = [
     "harness_block_to_acp_content",
     "initialize_result",
     "inject",
+    "internal_error",
+    "invalid_params",
     "memory_transport_pair",
     "name",
     "parse_arguments",

@@ -1,30 +1,22 @@
 """The ACP bridge: one client connection serving N independent dsh sessions (SPEC §14.2-14.6).
 
-Each ACP session is one agent created through the ``agents`` registry (so any loop
-that fills the factory seam works) and one record here: the agent, its tool
-presenter, the terminal capability snapshotted when the session was opened, and at
-most one in-flight prompt. The MCP servers a client passes with ``session/new`` /
-``session/load`` run for that session only (through the ``mcp`` plugin's host, owned
-by the session's fiber), started before the answer.
-
-**Ownership.** Each agent is created through a small child fiber of the bridge
-(``acp-session``): disposing the bridge fiber disposes those children, which
-unregisters and stops the agents (caller attribution, SPEC §1.2); a session/load
-that must be abandoned disposes just its own child.
-
-**Prompt settlement** (exactly once): the prompt installs its in-flight marker
-(with the log length as a watermark) before ``agent.send``; the first
-message-triggered ``turn/start`` after that is the owning turn, and its
-``turn/end`` settles the prompt (an ``error`` end rejects it with ``Internal error:
-turn failed: <message>``). If a peer ``session/event`` listener starves the bridge of
-those events, ``agent/status`` idle/disposed reconciles from the log. ``session/cancel``
-settles ``cancelled`` at once, so the cancelled turn's late end is ignored.
+The connection is the SDK's (:mod:`dsh.acp.rpc`); every request's params are validated
+against its ``acp.schema`` model and every answer is one. Each ACP session is one
+agent created through the ``agents`` registry (so any loop that fills the factory
+seam works; :mod:`dsh.acp.opening`) and one record here
+(:class:`~dsh.acp.settlement.SessionRecord`): the agent, its tool presenter, the
+terminal capability snapshotted when the session was opened, and at most one
+in-flight prompt, settled exactly once (:mod:`dsh.acp.settlement`).
 
 **Approvals and modes.** The bridge answers ``approval/request`` for its own agents
 by asking the client (:mod:`dsh.acp.permission`), and with the ``permissions``
 service loaded its sessions have ACP modes (:mod:`dsh.acp.modes`): ``modes`` in the
 ``session/new`` / ``session/load`` answers, ``session/set_mode``, and a
 ``current_mode_update`` whenever a session's mode changes.
+
+**Updates.** Every ``session/update`` is checked against ``acp.schema.SessionNotification``
+before it is written (one that fails is logged and not sent) and written at once, in
+the order it was made: a prompt's updates precede its answer.
 
 **Teardown** (:meth:`AcpBridge.quiesce`, memoized, shared by client disconnect and
 fiber disposal): no new work is accepted, every pending prompt settles
@@ -40,139 +32,60 @@ from __future__ import annotations
 import asyncio
 import os.path
 import uuid
-from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from collections.abc import Awaitable
+from typing import Any, Final
+
+from acp.schema import (
+    AuthenticateRequest,
+    AuthenticateResponse,
+    CancelNotification,
+    ForkSessionRequest,
+    ForkSessionResponse,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptRequest,
+    PromptResponse,
+    SessionNotification,
+)
+from pydantic import ValidationError
 
 from dsh.acp.children import child_progress_listener
-from dsh.acp.codec import StopReason, acp_prompt_to_text, prompt_has_unsupported_content, turn_end_to_stop_reason
-from dsh.acp.config import Config, agent_options
+from dsh.acp.codec import acp_prompt_to_text, prompt_has_unsupported_content
+from dsh.acp.config import Config
 from dsh.acp.extras import SessionExtras
-from dsh.acp.jsonrpc import JsonRpcConnection, RequestError
 from dsh.acp.listing import list_page
-from dsh.acp.mcp_servers import mcp_capabilities, session_servers
+from dsh.acp.mcp_servers import mcp_capabilities
 from dsh.acp.modes import SET_MODE, SessionModes
-from dsh.acp.params import (
-    AuthenticateParams,
-    CancelParams,
-    ForkSessionParams,
-    InitializeParams,
-    ListSessionsParams,
-    LoadSessionParams,
-    NewSessionParams,
-    PromptParams,
-)
+from dsh.acp.opening import SessionOpener, check_header_cwd, check_workspace, header_cwd
 from dsh.acp.permission import PermissionAnswerer
+from dsh.acp.rpc import RpcServer, internal_error, invalid_params
+from dsh.acp.settlement import Inflight, SessionRecord, observe, reconcile, resolve
 from dsh.acp.stream import TerminalContext, ToolPresenter, stream_session_event_update
 from dsh.acp.transport import LineTransport
 from dsh.acp.unconfigured import initialize_result
-from dsh.core.agent import (
-    AGENT_STATUS,
-    AGENTS,
-    Agent,
-    AgentRegistry,
-    AgentStatus,
-    CreateAgentOptions,
-    ResumeAgentOptions,
-)
+from dsh.core.agent import AGENT_STATUS, Agent, AgentStatus
 from dsh.core.approval import APPROVAL_REQUEST, PERMISSION_CHANGED
 from dsh.core.approval import session_of as agent_session
 from dsh.core.errors import HarnessError
-from dsh.core.llm import UnsetType, text
-from dsh.core.mcp import MCP, HttpServer, McpHost, StdioServer
+from dsh.core.llm import text
+from dsh.core.mcp import MCP
 from dsh.core.persistence import SESSION_PERSISTENCE
-from dsh.core.session import (
-    SESSION_EVENT,
-    SESSIONS,
-    ErrorReason,
-    MessageTrigger,
-    Session,
-    SessionEvent,
-    SessionHeader,
-    SessionMeta,
-    TurnEndEvent,
-    TurnEndReason,
-    TurnStartEvent,
-    UsageEvent,
-    session_title,
-)
+from dsh.core.session import SESSION_EVENT, SESSIONS, Session, SessionEvent, UsageEvent, session_title
 from dsh.core.subagent import SUBAGENT_PROGRESS
 from dsh.core.tools import TOOLS
-from dsh.kernel import Context, Fiber, PluginSpec, ServiceHandle, unwrap
+from dsh.kernel import Context, Fiber
 
 DISPOSED_MESSAGE: Final = "the ACP bridge has been disposed"
 UNSUPPORTED_CONTENT_MESSAGE: Final = (
     "only text and resource_link prompt content is supported; "
     "image/audio/embedded resource blocks are rejected rather than silently dropped"
 )
-
-
-@dataclass
-class Inflight:
-    """The one prompt a session is running: its answer, its owning turn once seen, the log watermark."""
-
-    answer: asyncio.Future[StopReason]
-    log_watermark: int
-    turn: int | None = None
-
-
-@dataclass
-class SessionRecord:
-    """One live ACP session; ``owner`` is the child fiber its agent belongs to.
-
-    ``terminal`` (whether tool calls render as terminal cards, and the session's cwd)
-    is fixed when the session is registered: neither changes for a session.
-    """
-
-    session_id: str
-    agent: Agent
-    presenter: ToolPresenter
-    terminal: TerminalContext
-    owner: Fiber
-    inflight: Inflight | None = field(default=None)
-
-
-def _hold(ctx: Context, config: object) -> None:
-    """``apply`` of an ``acp-session`` fiber: it only owns what is created through it."""
-
-
-def _message_turn(event: SessionEvent) -> int | None:
-    """The turn number of a message-triggered ``turn/start``; None for any other event."""
-    if type(event) is TurnStartEvent and type(event.data.trigger) is MessageTrigger:
-        return event.data.turn
-    return None
-
-
-def _first_message_turn(events: Sequence[SessionEvent], start: int) -> int | None:
-    for event in events[start:]:
-        turn = _message_turn(event)
-        if turn is not None:
-            return turn
-    return None
-
-
-def _turn_end(events: Sequence[SessionEvent], turn: int) -> TurnEndReason | None:
-    for event in reversed(events):
-        if type(event) is TurnEndEvent and event.data.turn == turn:
-            return event.data.reason
-    return None
-
-
-def _header_cwd(header: SessionHeader) -> str | None:
-    return None if isinstance(header.cwd, UnsetType) else header.cwd
-
-
-def _check_header_cwd(session_id: str, persisted: str | None, requested: str) -> None:
-    """Refuse a load whose persisted workspace is unknown or differs from the requested one."""
-    if not isinstance(persisted, str) or not os.path.isabs(persisted):
-        raise RequestError.invalid_params(
-            f"session {session_id} has no absolute persisted cwd; cannot determine its workspace "
-            "(it predates per-session cwd, or was created without one)"
-        )
-    if os.path.normpath(persisted) != os.path.normpath(requested):
-        raise RequestError.invalid_params(
-            f"session {session_id} cwd mismatch: persisted {persisted}, requested {requested}"
-        )
 
 
 class AcpBridge:
@@ -185,7 +98,6 @@ class AcpBridge:
     def __init__(self, ctx: Context, config: Config, transport: LineTransport, *, owns_transport: bool = False) -> None:
         self._ctx = ctx
         self._config = config
-        self._agents: AgentRegistry = unwrap(ctx[AGENTS])
         self._persistence = ctx[SESSION_PERSISTENCE]
         self._tools = ctx[TOOLS]
         self._logger = ctx.logger
@@ -195,11 +107,12 @@ class AcpBridge:
         self._terminal_output = False
         self._quiesced: asyncio.Task[None] | None = None
         self._owns_transport = owns_transport
+        self._opener = SessionOpener(ctx, config, lambda: self._closed, self._warn)
         self._modes = SessionModes(ctx, self._agent_of, self.session_of, self._notify)
         self._extras = SessionExtras(
             ctx, config, self._sessions.values, self._sessions.get, self._notify, self._client_request
         )
-        self._connection = JsonRpcConnection(
+        self._connection = RpcServer(
             transport,
             requests={
                 "initialize": self.initialize,
@@ -253,9 +166,12 @@ class AcpBridge:
         await self._connection.wait_closed()
 
     def _notify(self, notification: dict[str, Any]) -> None:
-        """Best effort: a ``session/update`` that cannot be written is logged, never raised."""
+        """Best effort: an update the schema refuses, or that cannot be written, is logged, never raised."""
         try:
+            SessionNotification.model_validate(notification)
             self._connection.notify("session/update", notification)
+        except ValidationError as error:
+            self._logger.warn("acp: a session/update the ACP schema refuses was not sent: %s", error)
         except Exception as error:
             self._logger.warn("acp: session/update failed: %s", error)
 
@@ -265,173 +181,129 @@ class AcpBridge:
     def _warn(self, message: str) -> None:
         self._logger.warn("%s", message)
 
-    # ------------------------------------------------------------------ guards
     def _assert_open(self) -> None:
         if self._closed:
-            raise RequestError.internal_error(DISPOSED_MESSAGE)
+            raise internal_error(DISPOSED_MESSAGE)
 
-    @staticmethod
-    def _check_workspace(params: NewSessionParams) -> None:
-        if not os.path.isabs(params.cwd):
-            raise RequestError.invalid_params(f"cwd must be an absolute path: {params.cwd}")
-        if params.additionalDirectories:
-            raise RequestError.invalid_params("additionalDirectories is not supported in this MVP")
-
-    def _mcp_servers(self, params: NewSessionParams) -> dict[str, StdioServer | HttpServer]:
-        """The request's MCP servers by local name (none when it passes none)."""
-        if not params.mcpServers:
-            return {}
-        host = self._ctx.get(MCP)
-        if host is None:
-            raise RequestError.invalid_params(
-                "mcpServers needs the mcp plugin: add `- {id: mcp, name: mcp}` to the plugin tree"
-            )
-        return session_servers(params.mcpServers, host.transports)
-
-    async def _start_mcp(self, session_id: str, servers: dict[str, StdioServer | HttpServer], owner: Fiber) -> None:
-        """Run ``servers`` for the session, owned by its fiber, and wait for their first start."""
-        if not servers:
-            return
-        host = self._ctx.get(MCP)
-        assert host is not None  # _mcp_servers found it, and the session's fiber holds no service back
-        scoped = cast(McpHost, ServiceHandle(unwrap(host), owner.ctx))  # what it starts belongs to the session
-        scoped.start_for_session(session_id, servers)
-        for name, state in (await scoped.wait_ready(session_id)).items():
-            if state != "connected":
-                self._warn(f'acp: MCP server "{name}" of session {session_id} did not start ({state})')
-
-    async def _open_owner(self) -> Fiber:
-        """A child fiber to own one session's agent (ready to use when this returns)."""
-        return await self._ctx.plugin(PluginSpec(name="acp-session", apply=_hold))
-
-    def _agents_for(self, owner: Fiber) -> AgentRegistry:
-        """The registry as seen by ``owner``: what it creates belongs to that fiber."""
-        return cast(AgentRegistry, ServiceHandle(self._agents, owner.ctx))
+    def _record(self, session_id: str) -> SessionRecord:
+        record = self._sessions.get(session_id)
+        if record is None:
+            raise invalid_params(f"unknown session: {session_id}")
+        return record
 
     def _register(self, session_id: str, agent: Agent, owner: Fiber) -> SessionRecord:
         record = SessionRecord(
             session_id=session_id,
             agent=agent,
             presenter=ToolPresenter(self._tools, self._warn),
-            terminal=TerminalContext(self._terminal_output, _header_cwd(agent.session.header)),
+            terminal=TerminalContext(self._terminal_output, header_cwd(agent.session.header)),
             owner=owner,
         )
         self._sessions[session_id] = record
         return record
 
     # ----------------------------------------------------------------- methods
-    async def initialize(self, raw: Any) -> dict[str, Any]:
-        """Negotiate version 1 and remember ``clientCapabilities._meta.terminal_output is true``."""
-        params = InitializeParams.model_validate(raw)
-        capabilities = params.clientCapabilities
-        meta = capabilities.meta if capabilities is not None else None
+    async def initialize(self, raw: Any) -> InitializeResponse:
+        """Negotiate the SDK's protocol version and remember ``clientCapabilities._meta.terminal_output is true``."""
+        params = InitializeRequest.model_validate(raw)
+        capabilities = params.client_capabilities
+        meta = capabilities.field_meta if capabilities is not None else None
         self._terminal_output = meta is not None and meta.get("terminal_output") is True
         result = initialize_result(self._config)
         host = self._ctx.get(MCP)
         if host is not None:
             result["agentCapabilities"]["mcpCapabilities"] = mcp_capabilities(host.transports)
         self._extras.initialize(params, result)
-        return result
+        return InitializeResponse.model_validate(result)
 
-    async def authenticate(self, raw: Any) -> dict[str, Any]:
+    async def authenticate(self, raw: Any) -> AuthenticateResponse:
         """A no-op (no auth methods are advertised); answers ``{}``."""
-        AuthenticateParams.model_validate(raw)
-        return {}
+        AuthenticateRequest.model_validate(raw)
+        return AuthenticateResponse()
 
-    async def new_session(self, raw: Any) -> dict[str, Any]:
+    async def new_session(self, raw: Any) -> NewSessionResponse:
         """Open a session on a fresh agent whose session header cwd is the request's cwd."""
-        params = NewSessionParams.model_validate(raw)
+        params = NewSessionRequest.model_validate(raw)
         self._assert_open()
-        self._check_workspace(params)
-        servers = self._mcp_servers(params)
+        check_workspace(params.cwd, params.additional_directories)
+        servers = self._opener.mcp_servers(raw)
         session_id = str(uuid.uuid4())
-        owner = await self._open_owner()
-        try:
-            self._assert_open()
-            await self._start_mcp(session_id, servers, owner)
-            self._assert_open()
-            agent = self._agents_for(owner).create(
-                CreateAgentOptions(
-                    agent_id=session_id,
-                    session_id=session_id,
-                    meta=SessionMeta(cwd=params.cwd),
-                    agent_options=agent_options(self._config),
-                )
-            )
-        except BaseException:
-            await owner.dispose()
-            raise
+        agent, owner = await self._opener.create(session_id, params.cwd, servers, internal_error(DISPOSED_MESSAGE))
         record = self._register(session_id, agent, owner)
-        return {
-            "sessionId": session_id,
-            **self._modes.modes_for(session_id, agent),
-            **self._extras.opened(record, resumed=False),
-        }
+        return NewSessionResponse.model_validate(
+            {
+                "sessionId": session_id,
+                **self._modes.modes_for(session_id, agent),
+                **self._extras.opened(record, resumed=False),
+            }
+        )
 
-    async def load_session(self, raw: Any) -> dict[str, Any]:
+    async def load_session(self, raw: Any) -> LoadSessionResponse:
         """Resume a persisted session and replay its whole log as updates before answering ``{}``.
 
         A session already live on this connection (an editor reopening a thread) is
         not resumed again: its log so far is replayed. An id that is neither live nor
         stored is ``-32602 unknown session``.
         """
-        params = LoadSessionParams.model_validate(raw)
+        params = LoadSessionRequest.model_validate(raw)
         self._assert_open()
-        session_id = params.sessionId
+        session_id = params.session_id
         if session_id in self._loading:
-            raise RequestError.invalid_params(f"session {session_id} is already loaded")
-        self._check_workspace(params)
-        servers = self._mcp_servers(params)
+            raise invalid_params(f"session {session_id} is already loaded")
+        check_workspace(params.cwd, params.additional_directories)
+        servers = self._opener.mcp_servers(raw)
         record = self._sessions.get(session_id)
         resumed = record is None
         if record is not None:
-            _check_header_cwd(session_id, _header_cwd(record.agent.session.header), params.cwd)
+            check_header_cwd(session_id, header_cwd(record.agent.session.header), params.cwd)
         else:
             self._loading.add(session_id)
             try:
-                await self._check_persisted_cwd(session_id, params.cwd)
-                agent, owner = await self._resume(session_id, servers)
+                await self._opener.check_persisted_cwd(session_id, params.cwd)
+                agent, owner = await self._opener.resume(session_id, servers)
             finally:
                 self._loading.discard(session_id)
             record = self._register(session_id, agent, owner)
         extra = self._extras.opened(record, resumed=resumed, replayed=True)
         self._replay(record)
-        return {**self._modes.modes_for(session_id, record.agent), **extra}
+        return LoadSessionResponse.model_validate({**self._modes.modes_for(session_id, record.agent), **extra})
 
-    async def fork_session(self, raw: Any) -> dict[str, Any]:
+    async def fork_session(self, raw: Any) -> ForkSessionResponse:
         """``session/fork``: store a fork of the session after its last completed turn and open it.
 
         The source is live here or stored; its workspace must be the request's cwd. A
         source without a completed turn is ``-32602``. The fork is opened like a load
         (MCP servers, model, editor files) but nothing is replayed.
         """
-        params = ForkSessionParams.model_validate(raw)
+        params = ForkSessionRequest.model_validate(raw)
         self._assert_open()
-        self._check_workspace(params)
-        servers = self._mcp_servers(params)
-        source = self._sessions.get(params.sessionId)
+        check_workspace(params.cwd, params.additional_directories)
+        servers = self._opener.mcp_servers(raw)
+        source = self._sessions.get(params.session_id)
         if source is not None:
-            _check_header_cwd(params.sessionId, _header_cwd(source.agent.session.header), params.cwd)
+            check_header_cwd(params.session_id, header_cwd(source.agent.session.header), params.cwd)
         else:
-            await self._check_persisted_cwd(params.sessionId, params.cwd)
+            await self._opener.check_persisted_cwd(params.session_id, params.cwd)
         try:
-            forked = await self._persistence.fork(params.sessionId)
+            forked = await self._persistence.fork(params.session_id)
         except HarnessError as error:
-            raise RequestError.invalid_params(f"cannot fork session {params.sessionId}: {error}") from error
-        agent, owner = await self._resume(forked.meta.id, servers)
+            raise invalid_params(f"cannot fork session {params.session_id}: {error}") from error
+        agent, owner = await self._opener.resume(forked.meta.id, servers)
         record = self._register(forked.meta.id, agent, owner)
-        return {
-            "sessionId": forked.meta.id,
-            **self._modes.modes_for(forked.meta.id, agent),
-            **self._extras.opened(record, resumed=True),
-        }
+        return ForkSessionResponse.model_validate(
+            {
+                "sessionId": forked.meta.id,
+                **self._modes.modes_for(forked.meta.id, agent),
+                **self._extras.opened(record, resumed=True),
+            }
+        )
 
-    async def list_sessions(self, raw: Any) -> dict[str, Any]:
+    async def list_sessions(self, raw: Any) -> ListSessionsResponse:
         """The stored and live sessions, newest first, filtered by ``cwd``, paged (:mod:`dsh.acp.listing`)."""
-        params = ListSessionsParams.model_validate(raw)
+        params = ListSessionsRequest.model_validate(raw)
         self._assert_open()
         if params.cwd is not None and not os.path.isabs(params.cwd):
-            raise RequestError.invalid_params(f"cwd must be an absolute path: {params.cwd}")
+            raise invalid_params(f"cwd must be an absolute path: {params.cwd}")
         headers = {header.id: header for header in await self._persistence.list()}
         for record in self._sessions.values():
             headers.setdefault(record.session_id, record.agent.session.header)
@@ -441,7 +313,9 @@ class AcpBridge:
             live = store.get(session_id)
             return session_title(live.events) if live is not None else None
 
-        return list_page(list(headers.values()), title_of, params.cwd, params.cursor)
+        return ListSessionsResponse.model_validate(
+            list_page(list(headers.values()), title_of, params.cwd, params.cursor)
+        )
 
     def _replay(self, record: SessionRecord) -> None:
         replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
@@ -451,47 +325,21 @@ class AcpBridge:
                 record.session_id, event, self._notify, replay, record.terminal, include_user_messages=True
             )
 
-    async def _check_persisted_cwd(self, session_id: str, cwd: str) -> None:
-        for header in await self._persistence.list():
-            if header.id == session_id:
-                _check_header_cwd(session_id, _header_cwd(header), cwd)
-                return
-        if not await self._persistence.has(session_id):
-            raise RequestError.invalid_params(f"unknown session: {session_id}")
-
-    async def _resume(self, session_id: str, servers: dict[str, StdioServer | HttpServer]) -> tuple[Agent, Fiber]:
-        owner = await self._open_owner()
-        try:
-            await self._start_mcp(session_id, servers, owner)
-            agent = await self._agents_for(owner).resume(
-                ResumeAgentOptions(
-                    agent_id=session_id, resume_session_id=session_id, agent_options=agent_options(self._config)
-                )
-            )
-            if self._closed:
-                raise RequestError.invalid_params("connection closed during session/load")
-        except BaseException:
-            await owner.dispose()
-            raise
-        return agent, owner
-
-    async def prompt(self, raw: Any) -> dict[str, Any]:
+    async def prompt(self, raw: Any) -> PromptResponse:
         """Send the prompt's text to the session's agent; answer ``{"stopReason"}`` when its turn settles."""
-        params = PromptParams.model_validate(raw)
+        params = PromptRequest.model_validate(raw)
         self._assert_open()
-        record = self._sessions.get(params.sessionId)
-        if record is None:
-            raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
+        record = self._record(params.session_id)
         if prompt_has_unsupported_content(params.prompt):
-            raise RequestError.invalid_params(UNSUPPORTED_CONTENT_MESSAGE)
+            raise invalid_params(UNSUPPORTED_CONTENT_MESSAGE)
         prompt = acp_prompt_to_text(params.prompt)
         if not prompt.strip():
-            raise RequestError.invalid_params("empty prompt")
+            raise invalid_params("empty prompt")
         handled = await self._extras.command(record, prompt)
         if handled is not None:
-            return handled
+            return PromptResponse(stop_reason=handled)
         if record.inflight is not None:
-            return {"stopReason": await self._extras.steer(record, record.inflight, prompt)}
+            return PromptResponse(stop_reason=await self._extras.steer(record, record.inflight, prompt))
         inflight = Inflight(asyncio.get_running_loop().create_future(), len(record.agent.session.events))
         record.inflight = inflight
         try:
@@ -500,7 +348,7 @@ class AcpBridge:
             record.inflight = None  # nothing else ran meanwhile: the slot is still ours
             raise
         await asyncio.wait({inflight.answer})
-        return {"stopReason": inflight.answer.result()}
+        return PromptResponse(stop_reason=inflight.answer.result())
 
     def cancel(self, raw: Any) -> None:
         """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled``.
@@ -508,30 +356,12 @@ class AcpBridge:
         An unknown id raises ``-32602 unknown session``: answered when the cancel was
         sent as a request, only logged (debug) for the usual notification.
         """
-        params = CancelParams.model_validate(raw)
-        record = self._sessions.get(params.sessionId)
-        if record is None:
-            raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
+        params = CancelNotification.model_validate(raw)
+        record = self._record(params.session_id)
         record.agent.cancel("session/cancel")
-        self._resolve(record, "cancelled")
+        resolve(record, "cancelled")
 
-    # -------------------------------------------------------------- settlement
-    @staticmethod
-    def _resolve(record: SessionRecord, stop: StopReason) -> None:
-        """Settle the session's pending prompt (if any) with ``stop`` and free the slot."""
-        inflight, record.inflight = record.inflight, None
-        if inflight is not None:
-            inflight.answer.set_result(stop)
-
-    @staticmethod
-    def _settle(record: SessionRecord, inflight: Inflight, reason: TurnEndReason) -> None:
-        """Settle ``inflight`` (the session's pending prompt) from its turn's end reason."""
-        record.inflight = None
-        if type(reason) is ErrorReason:
-            inflight.answer.set_exception(RequestError.internal_error(f"turn failed: {reason.message}"))
-        else:
-            inflight.answer.set_result(turn_end_to_stop_reason(reason))
-
+    # -------------------------------------------------------------- live events
     def _on_session_event(self, session: Session, event: SessionEvent) -> None:
         record = self._sessions.get(session.id)
         if record is None or record.agent.session is not session:
@@ -541,13 +371,7 @@ class AcpBridge:
         )
         if type(event) is UsageEvent:
             self._extras.on_usage(record, event)
-        inflight = record.inflight
-        if inflight is None:
-            return
-        if inflight.turn is None:
-            inflight.turn = _message_turn(event)
-        elif type(event) is TurnEndEvent and event.data.turn == inflight.turn:
-            self._settle(record, inflight, event.data.reason)
+        observe(record, event)
 
     def _on_agent_status(self, agent: Agent, status: AgentStatus) -> None:
         if status == "running":
@@ -555,23 +379,8 @@ class AcpBridge:
         for record in self._sessions.values():
             if record.agent is agent:
                 if record.inflight is not None:
-                    self._reconcile(record, record.inflight)
+                    reconcile(record, record.inflight)
                 return
-
-    def _reconcile(self, record: SessionRecord, inflight: Inflight) -> None:
-        """Settle a prompt from the log when its turn events never reached the bridge.
-
-        The owning turn is the captured one, else the first message-triggered turn
-        logged since the prompt was installed; its last ``turn/end`` settles the
-        prompt, and without one (no such turn, or it never ended) it is ``cancelled``.
-        """
-        events = record.agent.session.events
-        turn = inflight.turn if inflight.turn is not None else _first_message_turn(events, inflight.log_watermark)
-        end = _turn_end(events, turn) if turn is not None else None
-        if end is None:
-            self._resolve(record, "cancelled")
-        else:
-            self._settle(record, inflight, end)
 
     # ---------------------------------------------------------------- teardown
     def quiesce(self) -> Awaitable[None]:
@@ -587,7 +396,7 @@ class AcpBridge:
             records = list(self._sessions.values())
             self._sessions.clear()
             for record in records:
-                self._resolve(record, "cancelled")
+                resolve(record, "cancelled")
                 record.agent.abort("disposed")
             self._quiesced = asyncio.get_running_loop().create_task(self._drain(records), name="acp: quiesce")
         return self._await_quiesced(self._quiesced)

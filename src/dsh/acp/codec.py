@@ -2,21 +2,41 @@
 
 Nothing here touches a connection or a session: each function maps one value to
 another, so live streaming and load replay share them. ACP prompt blocks arrive as
-the validated models of :mod:`dsh.acp.params`; dsh values are the typed vocabulary.
+the validated ``acp.schema`` content blocks; dsh values are the typed vocabulary.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
-from dsh.acp.params import PromptBlock, ResourceLinkPromptBlock, TextPromptBlock
+from acp.schema import (
+    AudioContentBlock,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    ResourceContentBlock,
+    StopReason,
+    TextContentBlock,
+)
+
 from dsh.core.llm import ContentBlock, TextBlock
 from dsh.core.session import AbortedReason, DisposedReason, MaxStepsReason, MaxTokensReason, TurnEndReason
 
-StopReason: TypeAlias = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-"""The ACP ``session/prompt`` stop reasons (the bridge uses all but ``refusal``)."""
+PromptBlock: TypeAlias = (
+    TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
+)
+"""One block of an ACP prompt, as ``acp.schema.PromptRequest`` validates it."""
+
+
+__all__ = [
+    "PromptBlock",
+    "StopReason",
+    "acp_prompt_to_text",
+    "harness_block_to_acp_content",
+    "prompt_has_unsupported_content",
+    "turn_end_to_stop_reason",
+]
 
 
 def turn_end_to_stop_reason(reason: TurnEndReason) -> StopReason:
@@ -57,13 +77,13 @@ def acp_prompt_to_text(prompt: Sequence[PromptBlock]) -> str:
     """
     parts: list[str] = []
     for block in prompt:
-        if type(block) is TextPromptBlock:
+        if type(block) is TextContentBlock:
             parts.append(block.text)
-        elif type(block) is ResourceLinkPromptBlock:
+        elif type(block) is ResourceContentBlock:
             parts.append(f"\n[resource_link name={_json(block.name)} uri={_json(block.uri)}]\n")
     return "".join(parts)
 
 
 def prompt_has_unsupported_content(prompt: Sequence[PromptBlock]) -> bool:
     """True when any block is neither ``text`` nor ``resource_link``."""
-    return any(type(block) is not TextPromptBlock and type(block) is not ResourceLinkPromptBlock for block in prompt)
+    return any(type(block) is not TextContentBlock and type(block) is not ResourceContentBlock for block in prompt)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dsh.acp.jsonrpc import RequestError
+from dsh.acp.rpc import internal_error
 from dsh.core.commands import Command, CommandCall
 
 
@@ -35,7 +35,7 @@ async def run_command(call: CommandCall, agent: object) -> dict[str, Any] | None
     try:
         reply = await call.command.handler(agent, call.args)
     except Exception as error:
-        raise RequestError.internal_error(f"/{call.command.name} failed: {error}") from error
+        raise internal_error(f"/{call.command.name} failed: {error}") from error
     if not reply:
         return None
     return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": reply}}

@@ -25,17 +25,24 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from acp.schema import (
+    InitializeRequest,
+    PromptRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionConfigOptionSelectRequest,
+)
+from pydantic import BaseModel, ConfigDict, Field
+
 from dsh.acp.codec import StopReason, acp_prompt_to_text
 from dsh.acp.commands import available_commands_update, run_command
 from dsh.acp.config import Config
 from dsh.acp.fs_client import AcpEditorFiles, FsCapabilities, Request
-from dsh.acp.jsonrpc import RequestError
 from dsh.acp.models import (
     CONFIG_ID,
     model_option,
     unknown_model_message,
 )
-from dsh.acp.params import InitializeParams, PromptParams, SetConfigOptionParams, SetModelParams
+from dsh.acp.rpc import invalid_params
 from dsh.acp.steering import INITIALIZE_META, STEERING_METHOD, prompt_required, steers_prompts
 from dsh.acp.usage import UsageTally
 from dsh.core.agent import AGENT_TURN_START, Agent
@@ -47,9 +54,18 @@ from dsh.core.usage import DEFAULT_CONTEXT_WINDOWS, own_start
 from dsh.kernel import Context
 
 if TYPE_CHECKING:
-    from dsh.acp.bridge import Inflight, SessionRecord
+    from dsh.acp.settlement import Inflight, SessionRecord
 
 Notify = Callable[[dict[str, Any]], None]
+
+
+class SetModelRequest(BaseModel):
+    """``session/set_model`` params: the older model switch the SDK schema no longer has."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId")
 
 
 @dataclass
@@ -92,11 +108,11 @@ class SessionExtras:
         self._notify({"sessionId": session_id, "update": update})
 
     # -------------------------------------------------------------- lifecycle
-    def initialize(self, params: InitializeParams, result: dict[str, Any]) -> None:
+    def initialize(self, params: InitializeRequest, result: dict[str, Any]) -> None:
         """Remember the client's fs and steering capabilities; advertise list, fork and steering."""
-        capabilities = params.clientCapabilities
+        capabilities = params.client_capabilities
         self._fs = FsCapabilities(capabilities.fs if capabilities is not None else None)
-        self._steer_prompts = capabilities is not None and steers_prompts(capabilities.meta)
+        self._steer_prompts = capabilities is not None and steers_prompts(capabilities.field_meta)
         result["agentCapabilities"]["sessionCapabilities"] = {"list": {}, "fork": {}}
         result["_meta"] = INITIALIZE_META
 
@@ -151,32 +167,32 @@ class SessionExtras:
     def _record(self, session_id: str) -> SessionRecord:
         record = self._record_of(session_id)
         if record is None:
-            raise RequestError.invalid_params(f"unknown session: {session_id}")
+            raise invalid_params(f"unknown session: {session_id}")
         return record
 
     def _switch(self, session_id: str, model: str) -> SessionRecord:
         record = self._record(session_id)
         models = self._models()
         if model not in models:
-            raise RequestError.invalid_params(unknown_model_message(model, models))
+            raise invalid_params(unknown_model_message(model, models))
         agent = record.agent
         if agent.options.model != model:
             agent.options.model = model
             self._extras[session_id].unlogged_model = model
         return record
 
-    async def set_config_option(self, raw: Any) -> dict[str, Any]:
+    async def set_config_option(self, raw: Any) -> SetSessionConfigOptionResponse:
         """``session/set_config_option``: only ``model`` is a config option; answers them all."""
-        params = SetConfigOptionParams.model_validate(raw)
-        if params.configId != CONFIG_ID:
-            raise RequestError.invalid_params(f'unknown config option "{params.configId}": the only one is "model"')
-        record = self._switch(params.sessionId, params.value)
-        return self._config_options(record.agent)
+        params = SetSessionConfigOptionSelectRequest.model_validate(raw)
+        if params.config_id != CONFIG_ID:
+            raise invalid_params(f'unknown config option "{params.config_id}": the only one is "model"')
+        record = self._switch(params.session_id, params.value)
+        return SetSessionConfigOptionResponse.model_validate(self._config_options(record.agent))
 
     async def set_model(self, raw: Any) -> dict[str, Any]:
         """``session/set_model`` (``modelId``): the older spelling of the model switch; answers ``{}``."""
-        params = SetModelParams.model_validate(raw)
-        self._switch(params.sessionId, params.modelId)
+        params = SetModelRequest.model_validate(raw)
+        self._switch(params.session_id, params.model_id)
         return {}
 
     def _on_turn_start(self, agent: Agent, turn: int) -> None:
@@ -196,8 +212,8 @@ class SessionExtras:
             self._send(record.session_id, update)
 
     # ---------------------------------------------------------------- prompts
-    async def command(self, record: SessionRecord, prompt: str) -> dict[str, Any] | None:
-        """Run the registered command ``prompt`` invokes; its answer, or None when it invokes none."""
+    async def command(self, record: SessionRecord, prompt: str) -> StopReason | None:
+        """Run the registered command ``prompt`` invokes; its stop reason, or None when it invokes none."""
         registry = self._ctx.get(COMMANDS)
         call = registry.match(prompt) if registry is not None else None
         if call is None:
@@ -205,24 +221,24 @@ class SessionExtras:
         reply = await run_command(call, record.agent)
         if reply is not None:
             self._send(record.session_id, reply)
-        return {"stopReason": "end_turn"}
+        return "end_turn"
 
     async def steer(self, record: SessionRecord, inflight: Inflight, prompt: str) -> StopReason:
         """Steer the turn of ``inflight`` with ``prompt`` (when the client opted in); its stop reason."""
         if not self._steer_prompts:
-            raise RequestError.invalid_params("a prompt is already in flight for this session")
+            raise invalid_params("a prompt is already in flight for this session")
         record.agent.steer([text(prompt)])
         await asyncio.wait({inflight.answer})
         return inflight.answer.result()
 
     async def steering(self, raw: Any) -> dict[str, Any]:
         """``_session/steering``: see :mod:`dsh.acp.steering`."""
-        params = PromptParams.model_validate(raw)
-        record = self._record(params.sessionId)
+        params = PromptRequest.model_validate(raw)
+        record = self._record(params.session_id)
         prompt = acp_prompt_to_text(params.prompt)
         if not prompt.strip():
-            raise RequestError.invalid_params("empty prompt")
-        meta = raw.get("_meta") if isinstance(raw, dict) else None
+            raise invalid_params("empty prompt")
+        meta = params.field_meta
         agent = record.agent
         if agent.status == "running" or record.inflight is not None:
             agent.steer([text(prompt)])

@@ -17,19 +17,23 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from dsh.acp.jsonrpc import RequestError
+from acp.exceptions import RequestError
+from acp.schema import FileSystemCapabilities, ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest
+from acp.utils import serialize_params
+from pydantic import BaseModel, ValidationError
+
 from dsh.core.fs import FsError
 
 Request = Callable[[str, Any], Awaitable[Any]]
-"""Sends one request to the client and returns its result (``JsonRpcConnection.request``)."""
+"""Sends one request to the client and returns its result (``RpcServer.request``)."""
 
 
 class FsCapabilities:
     """What the client said it can do with files (``clientCapabilities.fs``)."""
 
-    def __init__(self, fs: Any = None) -> None:
-        self.reads = isinstance(fs, dict) and fs.get("readTextFile") is True
-        self.writes = isinstance(fs, dict) and fs.get("writeTextFile") is True
+    def __init__(self, fs: FileSystemCapabilities | None = None) -> None:
+        self.reads = fs is not None and fs.read_text_file is True
+        self.writes = fs is not None and fs.write_text_file is True
 
     @property
     def any(self) -> bool:
@@ -54,18 +58,23 @@ class AcpEditorFiles:
         return self._writes
 
     async def read(self, path: str) -> str:
-        result = await self._call("fs/read_text_file", {"sessionId": self._session_id, "path": path}, path)
-        content = result.get("content") if isinstance(result, dict) else None
-        if not isinstance(content, str):
-            raise FsError(f"the editor's answer to fs/read_text_file for {path} has no text content", "IO_ERROR", path)
-        return content
+        result = await self._call(
+            "fs/read_text_file", ReadTextFileRequest(session_id=self._session_id, path=path), path
+        )
+        try:
+            return ReadTextFileResponse.model_validate(result).content
+        except ValidationError as error:
+            raise FsError(
+                f"the editor's answer to fs/read_text_file for {path} has no text content", "IO_ERROR", path
+            ) from error
 
     async def write(self, path: str, text: str) -> None:
-        await self._call("fs/write_text_file", {"sessionId": self._session_id, "path": path, "content": text}, path)
+        request = WriteTextFileRequest(session_id=self._session_id, path=path, content=text)
+        await self._call("fs/write_text_file", request, path)
 
-    async def _call(self, method: str, params: dict[str, Any], path: str) -> Any:
+    async def _call(self, method: str, params: BaseModel, path: str) -> Any:
         try:
-            return await self._request(method, params)
+            return await self._request(method, serialize_params(params))
         except RequestError as error:
             raise FsError(f"the editor refused {method} for {path}: {error}", "IO_ERROR", path) from error
         except ConnectionError as error:

@@ -16,7 +16,7 @@ import base64
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from dsh.acp.jsonrpc import RequestError
+from dsh.acp.rpc import invalid_params
 from dsh.core.session import SessionHeader
 
 PAGE_SIZE: Final = 50
@@ -42,7 +42,7 @@ def list_page(
     if cursor is not None:
         ids = [encode_cursor(h.id) for h in rows]
         if cursor not in ids:
-            raise RequestError.invalid_params(f"unknown cursor: {cursor}; start again without one")
+            raise invalid_params(f"unknown cursor: {cursor}; start again without one")
         start = ids.index(cursor) + 1
     page = rows[start : start + PAGE_SIZE]
     sessions: list[dict[str, Any]] = []

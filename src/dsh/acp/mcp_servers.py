@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from dsh.acp.jsonrpc import RequestError
+from dsh.acp.rpc import invalid_params
 from dsh.core.mcp import HttpServer, SseServer, StdioServer
 
 
@@ -72,13 +72,13 @@ def session_servers(raw: Sequence[Any], transports: frozenset[str]) -> dict[str,
     for item in raw:
         kind = item.get("type") if isinstance(item, dict) else None
         if isinstance(kind, str) and kind not in ("stdio", "http", "sse"):
-            raise RequestError.invalid_params(
+            raise invalid_params(
                 f'MCP server "{item.get("name")}": {kind} servers are not supported; use a stdio server'
             )
     try:
         entries = _ENTRIES.validate_python(list(raw))
     except ValidationError as error:
-        raise RequestError.invalid_params(f"mcpServers: {error.errors(include_url=False)}") from error
+        raise invalid_params(f"mcpServers: {error.errors(include_url=False)}") from error
     servers: dict[str, StdioServer | HttpServer] = {}
     for entry in entries:
         name = local_name(entry.name, set(servers))
@@ -91,11 +91,11 @@ def session_servers(raw: Sequence[Any], transports: frozenset[str]) -> dict[str,
                 spec = HttpServer if entry.type == "http" else SseServer
                 servers[name] = spec(url=entry.url, headers={item.name: item.value for item in entry.headers})
             else:
-                raise RequestError.invalid_params(
+                raise invalid_params(
                     f'MCP server "{entry.name}": {entry.type} servers are not supported; use a stdio server'
                     + (" or an http one" if "http" in transports else "")
                 )
         except ValidationError as error:
             problems = error.errors(include_url=False)
-            raise RequestError.invalid_params(f'MCP server "{entry.name}": {problems}') from error
+            raise invalid_params(f'MCP server "{entry.name}": {problems}') from error
     return servers

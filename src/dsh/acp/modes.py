@@ -29,9 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict
+from acp.exceptions import RequestError
+from acp.schema import SetSessionModeRequest
 
-from dsh.acp.jsonrpc import METHOD_NOT_FOUND, RequestError
+from dsh.acp.rpc import invalid_params
 from dsh.core.approval import (
     APPROVAL_POLICIES,
     PERMISSION_MODES,
@@ -122,13 +123,6 @@ def mode_state(state: PermissionState) -> dict[str, Any]:
     return {"currentModeId": current.id, "availableModes": available}
 
 
-class SetModeParams(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    sessionId: str
-    modeId: str
-
-
 AgentOf = Callable[[str], object | None]
 """``agent_of(session_id)``: the live agent of a bridge session, else None."""
 
@@ -165,15 +159,15 @@ class SessionModes:
         """``session/set_mode``: put the session in the mode named ``modeId``; answers ``{}``."""
         service = self._service()
         if service is None:
-            raise RequestError(METHOD_NOT_FOUND, "Method not found", {"method": SET_MODE})
-        params = SetModeParams.model_validate(raw)
-        agent = self._agent_of(params.sessionId)
+            raise RequestError.method_not_found(SET_MODE)
+        params = SetSessionModeRequest.model_validate(raw)
+        agent = self._agent_of(params.session_id)
         if agent is None:
-            raise RequestError.invalid_params(f"unknown session: {params.sessionId}")
-        definition = find_definition(params.modeId)
+            raise invalid_params(f"unknown session: {params.session_id}")
+        definition = find_definition(params.mode_id)
         if definition is None:
             names = ", ".join(known.id for known in MODES)
-            raise RequestError.invalid_params(f"unknown mode: {params.modeId} (the modes are {names})")
+            raise invalid_params(f"unknown mode: {params.mode_id} (the modes are {names})")
         await service.set_mode(agent, mode=definition.mode, policy=definition.policy, plan=definition.plan)
         return {}
 

@@ -27,6 +27,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from acp.schema import DeniedOutcome, RequestPermissionRequest, RequestPermissionResponse
+from pydantic import ValidationError
+
 from dsh.acp.codec import harness_block_to_acp_content
 from dsh.acp.stream import ToolLookup, ToolPresenter
 from dsh.core.approval import ApprovalDecision, ApprovalOutcome, ApprovalRequest
@@ -85,25 +88,25 @@ def permission_params(
     session_id: str, request: ApprovalRequest, tools: ToolLookup | None, warn: Callable[[str], None]
 ) -> dict[str, Any]:
     """The params of ``session/request_permission`` for ``request`` asked in ``session_id``."""
-    return {
+    params = {
         "sessionId": session_id,
         "toolCall": tool_call_card(tools, request, warn),
         "options": [choice.to_json() for choice in choices_for(request)],
     }
+    RequestPermissionRequest.model_validate(params)  # the question is what the schema says it is
+    return params
 
 
 def decision_from_answer(answer: Any, offered: tuple[PermissionChoice, ...]) -> ApprovalDecision:
     """The decision a ``RequestPermissionResponse`` stands for (see the module docstring)."""
-    outcome = answer.get("outcome") if isinstance(answer, dict) else None
-    kind = outcome.get("outcome") if isinstance(outcome, dict) else None
-    if kind == "cancelled":
-        return CANCELLED
-    if kind != "selected":
+    try:
+        outcome = RequestPermissionResponse.model_validate(answer).outcome
+    except ValidationError:
         return UNAVAILABLE
-    assert isinstance(outcome, dict)
-    selected = outcome.get("optionId")
+    if isinstance(outcome, DeniedOutcome):
+        return CANCELLED
     for choice in offered:
-        if choice.option_id == selected:
+        if choice.option_id == outcome.option_id:
             return ApprovalDecision(outcome=choice.outcome)
     return REJECTED
 

@@ -13,21 +13,23 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from acp.exceptions import RequestError
+from acp.meta import PROTOCOL_VERSION
+from acp.schema import AuthenticateRequest, AuthenticateResponse, InitializeRequest, InitializeResponse
+
 from dsh.acp.config import Config
-from dsh.acp.jsonrpc import INTERNAL_ERROR, JsonRpcConnection, RequestError
-from dsh.acp.params import AuthenticateParams, InitializeParams
+from dsh.acp.frames import INTERNAL_ERROR
+from dsh.acp.rpc import RpcServer
 from dsh.acp.transport import LineTransport
 from dsh.kernel import Logger
-
-PROTOCOL_VERSION: Final = 1
-"""The ACP protocol version dsh speaks (and answers to any client)."""
 
 SESSION_METHODS: Final = ("session/new", "session/load", "session/prompt")
 """The methods that need an agent, refused while dsh is not configured."""
 
 
 def initialize_result(config: Config) -> dict[str, Any]:
-    """The ``initialize`` answer: protocol version, agent info, capabilities, no auth methods."""
+    """The ``initialize`` answer (an ``acp.schema.InitializeResponse``): the SDK's protocol
+    version, agent info, capabilities, no auth methods."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentInfo": {"name": config.agent_name, "version": config.agent_version},
@@ -44,19 +46,19 @@ async def serve_unconfigured(
 ) -> None:
     """Serve ``transport`` until end of input, refusing every session method with ``reason``."""
 
-    async def initialize(raw: Any) -> dict[str, Any]:
-        InitializeParams.model_validate(raw)
-        return initialize_result(config)
+    async def initialize(raw: Any) -> InitializeResponse:
+        InitializeRequest.model_validate(raw)
+        return InitializeResponse.model_validate(initialize_result(config))
 
-    async def authenticate(raw: Any) -> dict[str, Any]:
-        AuthenticateParams.model_validate(raw)
-        return {}
+    async def authenticate(raw: Any) -> AuthenticateResponse:
+        AuthenticateRequest.model_validate(raw)
+        return AuthenticateResponse()
 
     async def refuse(raw: Any) -> None:
         raise RequestError(INTERNAL_ERROR, reason)
 
     requests = {"initialize": initialize, "authenticate": authenticate} | dict.fromkeys(SESSION_METHODS, refuse)
-    connection = JsonRpcConnection(
+    connection = RpcServer(
         transport,
         requests=requests,
         notifications={"session/cancel": lambda raw: None},

@@ -1,4 +1,5 @@
-"""The JSON-RPC layer (SPEC §14.1): framing, error shapes, malformed input, ordering, lifetime."""
+"""The connection (SPEC §14.1): the SDK's ``Connection`` on dsh's frame layer — framing, error shapes,
+malformed input, ordering, lifetime."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 import pytest
 
 from dsh.acp import (
-    JsonRpcConnection,
+    FrameTransport,
     MemoryTransport,
-    RequestError,
+    RpcServer,
     encode_frame,
+    internal_error,
+    invalid_params,
     memory_transport_pair,
     unexpected_error,
 )
@@ -126,7 +129,7 @@ Handler = Callable[[Any], Awaitable[Any]]
 class Peer:
     """A connection under test and a client on the other end."""
 
-    def __init__(self, connection: JsonRpcConnection, client: AcpTestClient, server: MemoryTransport) -> None:
+    def __init__(self, connection: RpcServer, client: AcpTestClient, server: MemoryTransport) -> None:
         self.connection = connection
         self.client = client
         self.server = server
@@ -139,7 +142,7 @@ def make_peer(
     transport: Any = None,
 ) -> Peer:
     server, client_end = memory_transport_pair()
-    connection = JsonRpcConnection(
+    connection = RpcServer(
         server if transport is None else transport(server),
         requests=requests or {},
         notifications=notifications or {},
@@ -183,7 +186,7 @@ async def test_deliberate_and_unexpected_errors_have_their_exact_shapes(peers: l
     """(§14.1) RequestError keeps its text and has no data; other exceptions become a bare Internal error"""
 
     async def deliberate(params: Any) -> Any:
-        raise RequestError.internal_error("on purpose")
+        raise internal_error("on purpose")
 
     async def plain(params: Any) -> Any:
         raise RuntimeError("something broke")
@@ -229,8 +232,7 @@ async def test_deliberate_and_unexpected_errors_have_their_exact_shapes(peers: l
 
 def test_request_error_helpers_and_frame_encoding() -> None:
     """(§14.1) helpers build the reference texts; frames are compact UTF-8 with escaped lone surrogates"""
-    assert RequestError.invalid_params("bad").to_json() == {"code": -32602, "message": "Invalid params: bad"}
-    assert RequestError(-1, "x", None).to_json() == {"code": -1, "message": "x", "data": None}
+    assert invalid_params("bad").to_error_obj() == {"code": -32602, "message": "Invalid params: bad", "data": None}
     assert unexpected_error(ValueError("42")).data == 42
     assert encode_frame({"b": 1, "a": "ü\ud800"}) == '{"b":1,"a":"ü\\ud800"}'
     with pytest.raises(ValueError):
@@ -405,8 +407,40 @@ async def test_transport_failures_are_logged_and_end_the_connection_cleanly(
         await writer.connection.wait_closed()
         with pytest.raises(ConnectionError, match="closed the connection"):
             await unanswered  # its answer could not be written
-        assert "acp: could not send a response: write exploded" in caplog.text
-        assert "acp: could not send an error response: write exploded" in caplog.text
+        assert caplog.text.count("acp: could not send a response: write exploded") == 2  # the answer, the error
         with pytest.raises(ConnectionError):
             writer.connection.notify("session/update", {})
     assert json.loads(encode_frame({"ok": True})) == {"ok": True}
+
+
+async def test_a_connection_not_started_sends_nothing_and_a_stopped_frame_layer_reads_nothing() -> None:
+    """(§14.1) notify / request before start raise; a notification JSON cannot hold raises; stop ends reading"""
+    server, client_end = memory_transport_pair()
+    idle = RpcServer(server, requests={}, notifications={}, logger=Logger("acp-test"))
+    with pytest.raises(ConnectionError, match="has not started"):
+        idle.notify("session/update", {})
+    with pytest.raises(ConnectionError, match="has not started"):
+        await idle.request("fs/read_text_file", {})
+    frames = FrameTransport(server, Logger("acp-test"))
+    with pytest.raises(ValueError):
+        frames.write({"jsonrpc": "2.0", "method": "session/update", "params": {"x": float("nan")}})
+    client_end.write_line('{"jsonrpc":"2.0","method":"session/cancel","params":{}}')
+    frames.stop()
+    frames.stop()  # idempotent
+    assert await frames.receive() is None
+    assert await frames.receive() is None
+    assert frames.ended.is_set()
+
+
+async def test_an_update_the_schema_refuses_is_logged_and_not_sent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """(issue 15) every session/update is an ``acp.schema.SessionNotification``; one that is not never reaches the client"""
+    async with bridge_stack(tmp_path) as stack:
+        session_id = await stack.session()
+        before = len(stack.client.frames)
+        with caplog.at_level(logging.WARNING):
+            stack.bridge._notify({"sessionId": session_id, "update": {"sessionUpdate": "no_such_update"}})
+        assert "acp: a session/update the ACP schema refuses was not sent" in caplog.text
+        assert (await stack.client.initialize())["protocolVersion"] == 1
+        assert len(stack.client.frames) == before + 1
