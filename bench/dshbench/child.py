@@ -3,7 +3,8 @@
 The child is ``python bench/run.py --child '<job JSON>'``. The job object has a
 ``kind`` (a key of :data:`dshbench.jobs.JOBS`), the job's parameters, and optionally
 ``profile`` (a path: the measured regions run under cProfile and the stats are written
-there). The child prints exactly one JSON line, the job's result, on stdout; its
+there) and ``cpus`` (CPU numbers: the child runs on those cores only, see
+:func:`pin`). The child prints exactly one JSON line, the job's result, on stdout; its
 stderr carries logs and, on failure, the traceback. A fresh process per job keeps
 peak RSS and CPU time clean.
 """
@@ -11,10 +12,12 @@ peak RSS and CPU time clean.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +67,37 @@ async def run_served(script: Iterable[Entry], job: dict[str, Any], *, repeat: bo
         return await run_child({**job, "baseUrl": server.base_url})
 
 
+def split_cores() -> tuple[set[int], set[int]] | None:
+    """Two disjoint halves of the cores this process may use (server, client), or None with fewer than two."""
+    if not hasattr(os, "sched_getaffinity"):  # pragma: no cover -- not Linux
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return None
+    half = len(cores) // 2
+    return set(cores[:half]), set(cores[half:])
+
+
+@contextlib.contextmanager
+def pin(cpus: set[int] | None) -> Iterator[None]:
+    """Run this thread (the event loop's) on ``cpus`` only while the block runs (no-op for None)."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def child_main(raw_job: str) -> int:
     """Run one job in this process and print its result as one JSON line; the exit status."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     job = json.loads(raw_job)
+    if job.get("cpus"):
+        os.sched_setaffinity(0, set(job["cpus"]))  # before any thread starts: they inherit it
     run = JOBS[job["kind"]]
     probe = Probe(job.get("profile"))
     result = asyncio.run(run(job, probe))

@@ -7,9 +7,14 @@ listener reads each logged text delta's stamps: the delay of a chunk is the time
 from the server writing it to the event being in the session log. The delays are
 reported over the whole run (the start, where 1,000 requests, connections and new
 logs are set up at once, included) and over the steady part: the chunks sent after
-the last stream's first chunk was logged, while every stream is open. The DeepSeek
-adapter gets a connection pool without a cap (its shipped session allows 100
-connections, which would queue the other 900 streams: see ``docs/scaling.md``).
+the last stream's first chunk was logged, while every stream is open; the CPU per
+second is reported for that steady part too. The listener only notes each delta's
+text and arrival time; the stamps are read after the measured region, so the
+measurement costs the measured process as little as it can. The DeepSeek adapter
+gets a connection pool without a cap (its shipped session allows 100 connections,
+which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
+session's timeouts (:data:`~dsh.adapters.deepseek.transport.READ_TIMEOUT` per read,
+no total). The bare reader uses the same session settings.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import time
 from typing import Any
 
 from dsh.adapters.deepseek import DeepSeekAdapter
+from dsh.adapters.deepseek.transport import CONNECT_TIMEOUT, READ_TIMEOUT
 from dsh.agent_loop import AGENT_LOOP
 from dsh.core.agent import AgentOptions
 from dsh.core.llm import LLM, TextDeltaChunk, text
@@ -29,23 +35,42 @@ from dshbench.probe import Probe, peak_rss_kb
 from dshbench.stack import MODEL, StackOptions, boot
 
 
-async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
-    """``agents`` agents stream one answer each at once; CPU per second of streaming and the worst chunk delay."""
+def _http_session() -> Any:
+    """An uncapped pool with the adapter's shipped timeouts (no total, a bound per read)."""
     import aiohttp
 
-    chunks: list[tuple[int, int]] = []  # (sent, delay) in ns
+    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout)
+
+
+def _delays(arrivals: list[tuple[str, int]]) -> list[tuple[int, int]]:
+    """(sent, delay) in ns of every stamp in the noted ``(text, arrival)`` pairs."""
+    return [(stamp, now - stamp) for text, now in arrivals for stamp in sent_at_stamps(text)]
+
+
+async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """``agents`` agents stream one answer each at once; CPU per second of streaming and the worst chunk delay."""
+    arrivals: list[tuple[str, int]] = []  # (delta text, arrival in ns)
     first: dict[str, int] = {}  # when each session logged its first chunk
+    count = params["agents"]
+    steady: list[tuple[float, float]] = []  # (cpu, wall) once every stream is open
+    last: list[tuple[float, float]] = [(0.0, 0.0)]  # (cpu, wall) at the last chunk logged after that
 
     def on_event(session: Session, event: SessionEvent) -> None:
         if type(event) is AssistantChunkEvent and type(event.data.chunk) is TextDeltaChunk:
             now = time.time_ns()
-            first.setdefault(session.id, now)
-            chunks.extend((stamp, now - stamp) for stamp in sent_at_stamps(event.data.chunk.text))
+            arrivals.append((event.data.chunk.text, now))
+            if session.id not in first:
+                first[session.id] = now
+                if len(first) == count:
+                    steady.append((time.process_time(), time.perf_counter()))
+            elif steady:
+                last[0] = (time.process_time(), time.perf_counter())
 
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
         options = StackOptions(persistence="jsonl", store=scratch, invariants=False, bash=False)
         ctx = await boot(options)
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        session = _http_session()
         adapter = DeepSeekAdapter("bench-key", params["baseUrl"], models=[MODEL], session=session)
         try:
             ctx[LLM].register_adapter([MODEL], adapter)
@@ -60,17 +85,21 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
             await ctx.dispose()
             await session.close()
     everyone = max(first.values())  # from here on, every stream is open at once
+    chunks = _delays(arrivals)
     delays = sorted(delay for _, delay in chunks)
-    steady = sorted(delay for sent, delay in chunks if sent >= everyone) or [0]
+    open_delays = sorted(delay for sent, delay in chunks if sent >= everyone) or [0]
+    (cpu_from, wall_from), (cpu_to, wall_to) = steady[0], last[0]
     return {
         "cpu": span.cpu,
         "wall": span.wall,
         "chunks": len(delays),
         "worstDelayMs": delays[-1] / 1e6,
         "p99DelayMs": delays[int(len(delays) * 0.99)] / 1e6,
-        "steadyChunks": len(steady),
-        "steadyWorstDelayMs": steady[-1] / 1e6,
-        "steadyP99DelayMs": steady[int(len(steady) * 0.99)] / 1e6,
+        "steadyChunks": len(open_delays),
+        "steadyWorstDelayMs": open_delays[-1] / 1e6,
+        "steadyP99DelayMs": open_delays[int(len(open_delays) * 0.99)] / 1e6,
+        "steadyCores": (cpu_to - cpu_from) / (wall_to - wall_from) if wall_to > wall_from else 0.0,
+        "steadyCpuPerChunkUs": (cpu_to - cpu_from) / max(1, len(open_delays)) * 1e6,
         "peakRssKB": peak_rss_kb(),
     }
 
@@ -79,24 +108,22 @@ async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, 
     """The same streams read by a bare aiohttp client (no dsh): the floor the machine and the server set."""
     import json
 
-    import aiohttp
-
-    chunks: list[int] = []
+    arrivals: list[tuple[str, int]] = []
     body = {"model": MODEL, "messages": [{"role": "user", "content": "stream"}], "stream": True}
 
-    async def read(session: aiohttp.ClientSession) -> None:
+    async def read(session: Any) -> None:
         async with session.post(params["baseUrl"] + "/chat/completions", json=body) as response:
             async for line in response.content:
                 if line.startswith(b"data: {"):
                     delta = json.loads(line[6:])["choices"]
                     now = time.time_ns()
                     if delta and delta[0]["delta"].get("content"):
-                        chunks.extend(now - stamp for stamp in sent_at_stamps(delta[0]["delta"]["content"]))
+                        arrivals.append((delta[0]["delta"]["content"], now))
 
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+    async with _http_session() as session:
         with probe.region() as span:
             await asyncio.gather(*(read(session) for _ in range(params["agents"])))
-    chunks.sort()
+    chunks = sorted(delay for _, delay in _delays(arrivals))
     return {
         "cpu": span.cpu,
         "wall": span.wall,

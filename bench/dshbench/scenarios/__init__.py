@@ -17,6 +17,7 @@ SCENARIOS: dict[str, Scenario] = {
     "scale": scale.run,
     "acp": acp.run,
     "fleet": fleet.run,
+    "fleet-stream": fleet.run_streaming,
 }
 
 __all__ = ["SCENARIOS", "Scenario"]

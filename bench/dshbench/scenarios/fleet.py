@@ -10,7 +10,11 @@ parent, process): the CPU the agents' process spends per second of streaming (1.
 one core), the chunks it logs per second, and the delay of a chunk from the wire to
 the session log while every stream is open (and, apart, the worst one including the
 start, when all the requests go out at once). A bare aiohttp client reading the same
-streams (no dsh) gives the floor the machine and the wire server set.
+streams (no dsh) gives the floor the machine and the wire server set. On a machine of
+two cores or more the wire server (this process's event loop) and the agents' process
+run on disjoint halves of the cores (:func:`~dshbench.child.split_cores`), so the
+server's 20,000 writes a second do not compete with the process measured; the bare
+reader gets the same split. ``fleet-stream`` runs the streaming rows alone.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import time
 from pathlib import Path
 
 from dsh.testing.wire import Finish, RecordedRequest, Reply, SentAt, Usage, WireServer, text_reply
-from dshbench.child import run_child
+from dshbench.child import pin, run_child, split_cores
 from dshbench.metrics import Metric, Target
 from dshbench.plan import Plan
 
@@ -83,6 +87,12 @@ async def batch_once(plan: Plan, workers: int, scratch: Path) -> tuple[float, fl
 
 
 async def run(plan: Plan) -> list[Metric]:
+    """Every fleet row: the batch rows, then the streaming ones."""
+    return [*await run_batch(plan), *await run_streaming(plan)]
+
+
+async def run_batch(plan: Plan) -> list[Metric]:
+    """The ``dsh batch`` rows."""
     metrics: list[Metric] = []
     for workers in (1, 2):
         rate = Metric(
@@ -95,6 +105,11 @@ async def run(plan: Plan) -> list[Metric]:
             rate.samples.append(per_second)
             wall.samples.append(seconds)
         metrics += [rate, wall]
+    return metrics
+
+
+async def run_streaming(plan: Plan) -> list[Metric]:
+    """The rows of ``stream_agents`` agents streaming at once from a paced wire server."""
     agents = plan.stream_agents
     cpu = Metric(
         SCENARIO, f"{agents:,} agents streaming at once (20 chunks/s each), CPU per second", "cores", target=Target(1.0)
@@ -104,20 +119,31 @@ async def run(plan: Plan) -> list[Metric]:
         SCENARIO, f"{agents:,} agents streaming, worst chunk delay wire to log, all open", "ms", target=Target(100)
     )
     p99 = Metric(SCENARIO, f"{agents:,} agents streaming, p99 chunk delay wire to log, all open", "ms")
+    steady = Metric(SCENARIO, f"{agents:,} agents streaming, CPU per second while all are open", "cores")
+    per_chunk = Metric(SCENARIO, f"{agents:,} agents streaming, CPU per chunk while all are open", "µs")
     start = Metric(SCENARIO, f"{agents:,} agents streaming, worst chunk delay incl. the start of all", "ms")
     bare = Metric(SCENARIO, f"{agents:,} bare aiohttp readers of the same streams (no dsh), worst delay", "ms")
+    bare_cpu = Metric(SCENARIO, f"{agents:,} bare aiohttp readers, CPU per chunk (start included)", "µs")
     reply = Reply([*(SentAt() for _ in range(plan.stream_chunks)), Finish("stop", Usage(10, plan.stream_chunks))])
+    cores = split_cores()
+    server_cpus, client_cpus = cores if cores is not None else (None, None)
+    job = {"agents": agents, "cpus": sorted(client_cpus) if client_cpus is not None else None}
     for _ in range(max(1, plan.runs // 3)):
-        async with WireServer([reply], repeat=True, pace=PACE) as server:
-            result = await run_child({"kind": "streaming", "agents": agents, "baseUrl": server.base_url})
+        with pin(server_cpus):
+            async with WireServer([reply], repeat=True, pace=PACE) as server:
+                result = await run_child({**job, "kind": "streaming", "baseUrl": server.base_url})
         if result["chunks"] != agents * plan.stream_chunks:
             raise RuntimeError(f"expected {agents * plan.stream_chunks} chunks in the logs, got {result['chunks']}")
         cpu.samples.append(result["cpu"] / result["wall"])
         rate.samples.append(result["chunks"] / result["wall"])
         worst.samples.append(result["steadyWorstDelayMs"])
         p99.samples.append(result["steadyP99DelayMs"])
+        steady.samples.append(result["steadyCores"])
+        per_chunk.samples.append(result["steadyCpuPerChunkUs"])
         start.samples.append(result["worstDelayMs"])
-        async with WireServer([reply], repeat=True, pace=PACE) as server:
-            floor = await run_child({"kind": "streaming-bare", "agents": agents, "baseUrl": server.base_url})
+        with pin(server_cpus):
+            async with WireServer([reply], repeat=True, pace=PACE) as server:
+                floor = await run_child({**job, "kind": "streaming-bare", "baseUrl": server.base_url})
         bare.samples.append(floor["worstDelayMs"])
-    return [*metrics, cpu, rate, worst, p99, start, bare]
+        bare_cpu.samples.append(floor["cpu"] / floor["chunks"] * 1e6)
+    return [cpu, rate, worst, p99, steady, per_chunk, start, bare, bare_cpu]
