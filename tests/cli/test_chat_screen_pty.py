@@ -59,11 +59,13 @@ async def test_a_line_typed_while_the_model_streams_shows_on_its_own_line_and_st
     typed = [line for line in lines if "also say why" in line]
     assert typed == ["› also say why"], screen.text  # once, on a line of its own
     answer = [line for line in lines if "word" in line]
-    assert answer and all(line.startswith("word") for line in answer), screen.text
+    assert answer, screen.text
+    assert all(line.startswith("word") for line in answer), screen.text
     assert "word29" in " ".join(answer)
     assert lines.index(typed[0]) > lines.index(answer[0])  # shown where it was typed, during the stream
     steering = wire.requests[1].json["messages"][-1]
-    assert steering["role"] == "user" and "also say why" in json.dumps(steering)
+    assert steering["role"] == "user"
+    assert "also say why" in json.dumps(steering)
     (path,) = session_files(tmp_path / "sessions")
     events = log_of(tmp_path / "sessions", path.stem)[1]
     assert [e["type"] for e in events].count("steering/message") == 1
@@ -91,7 +93,8 @@ async def test_a_bash_command_output_shows_while_it_runs(tmp_path: Path) -> None
             await screen.wait_for("All printed.")
             screen.type(b"\x04")
             assert await process.wait() == 0
-    assert "live-first" in running and "live-last" not in running, running  # before the command ended
+    assert "live-first" in running, running  # shown before the command ended
+    assert "live-last" not in running, running
     assert "result" not in running
     shown = [line.strip() for line in flooded]  # under the spinner, indented
     assert "… 494 more lines" in shown, "\n".join(flooded)  # 502 lines so far: the last 8 shown

@@ -212,7 +212,8 @@ class TerminalView:
         resume = self._spinning if self._status is not None or self._live is not None else ""
         self._settle()
         self.console.print(Text(f"› {line}", style="bold cyan"))
-        self._typed.append(line)
+        if self.agent.status == "running":  # it becomes a steering message: not to be shown twice
+            self._typed.append(line)
         if resume:
             self._spin(resume)
 
@@ -283,8 +284,8 @@ class TerminalView:
             self.console.print(self.result_card(event.data.content, is_error=event.data.is_error))
         elif type(event) is SteeringMessageEvent:  # on a line of its own, apart from the streamed answer
             said = text_of(event.data.content)
-            if self._typed and self._typed[0] == said:  # typed() showed it already
-                self._typed.popleft()
+            if said in self._typed:  # typed() showed it already
+                self._typed.remove(said)
                 return
             resume = self._spinning if self._status is not None else ""
             self._settle()
