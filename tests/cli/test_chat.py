@@ -9,12 +9,13 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from dsh.cli import amain
-from dsh.cli.chat import CLEARED_NOTICE, chat, welcome_text
+from dsh.cli.chat import CLEARED_NOTICE, chat, echoed, welcome_text
 from dsh.cli.profile import Tree, profile_entries, resolve_tree
 from dsh.cli.settings import Settings
 from dsh.testing.wire import Reply, TextDelta, WireServer
@@ -279,3 +280,21 @@ def test_the_welcome_names_the_session_and_model() -> None:
         "dsh chat · session s1 · model (none)\nType a message and press Enter. Ctrl-C aborts a turn; Ctrl-D quits."
     )
     assert welcome_text("s1", "m", resumed=True).startswith("dsh chat · resumed session s1 · model m\n")
+
+
+async def test_lines_typed_while_the_agent_runs_are_shown_first() -> None:
+    class Working:
+        status = "idle"
+
+    agent = Working()
+    shown: list[str] = []
+
+    async def typed() -> Any:
+        yield "hello"
+        agent.status = "running"
+        yield "  steer this  "
+        yield "   "
+
+    got = [line async for line in echoed(typed(), agent, shown.append)]  # type: ignore[arg-type]
+    assert got == ["hello", "  steer this  ", "   "]  # every line still goes to the chat
+    assert shown == ["steer this"]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import termios
 from typing import Any
 
 from rich.console import Console
 
 import dsh.plugins.tool_bash as tool_bash
-from dsh.cli.terminal import RESULT_LINES, TerminalView
+from dsh.cli.terminal import RESULT_LINES, Echo, OutputTail, TerminalView
 from dsh.core.agent import AGENT_STREAM_CHUNK
+from dsh.core.bash import BASH_OUTPUT
 from dsh.core.errors import LlmError
 from dsh.core.llm import (
     BlockEndChunk,
@@ -25,6 +28,7 @@ from dsh.core.llm import (
     UsageChunk,
     text,
 )
+from dsh.core.session import SteeringMessageEvent
 from dsh.core.tools import ToolCallPresentation, define_tool
 from dsh.kernel import Context
 from dsh.plugins.bash_local import LocalBashExecutor
@@ -173,3 +177,100 @@ async def test_a_steering_line_is_shown_on_a_line_of_its_own() -> None:
         view.close()
     drawn = console.export_text()
     assert "› use the other file" in drawn, drawn
+
+
+async def test_a_typed_line_shows_once_and_the_stream_goes_on_below_it() -> None:
+    script = [tool_call_response("c1", "nudge", {}, text="Working."), text_response("Steered.")]
+    console = screen()
+    async with Harness(script) as h:
+        views: list[TerminalView] = []
+
+        async def nudge(_args: Any, execution: Any) -> tuple[Any, ...]:
+            views[0].typed("use the other file")  # typed while the tool runs: its spinner comes back
+            execution.agent.steer([text("use the other file")])
+            return (text("ok"),)
+
+        h.tools.register(define_tool("nudge", "steer", {}, nudge))
+        agent = h.agent()
+        view = TerminalView(h.ctx, agent, console)
+        views.append(view)
+        view.typed("before anything")  # nothing runs: just the line
+        agent.send([text("go")])
+        await agent.when_idle()
+        view.close()
+        steering = next(event for event in agent.session.events if type(event) is SteeringMessageEvent)
+        later = screen()
+        again = TerminalView(h.ctx, agent, later)
+        again.on_step_start(agent, 2, 1)  # a spinner runs: it starts again below the line
+        again.on_event(agent.session, steering)
+        assert again._status is not None
+        again.close()
+    drawn = console.export_text()
+    assert drawn.count("› use the other file") == 1, drawn  # the logged steering is not shown again
+    assert "› before anything" in drawn
+    assert drawn.index("› use the other file") < drawn.index("Steered.")
+    assert "› use the other file" in later.export_text()
+
+
+def test_the_output_tail_keeps_the_last_lines_and_counts_the_others() -> None:
+    tail = OutputTail(3)
+    assert tail.render() == ""
+    tail.feed("one\ntw")
+    assert tail.render() == "one\ntw"
+    tail.feed("o\nthree\nfour")
+    assert tail.render() == "… 1 more lines\ntwo\nthree\nfour"  # the unfinished line counts
+    tail.feed("\nfive\n")
+    assert (tail.render(), tail.dropped) == ("… 2 more lines\nthree\nfour\nfive", 2)
+
+
+def test_echo_goes_off_and_on_again_on_a_terminal_only() -> None:
+    master, slave = os.openpty()
+    read_end, write_end = os.pipe()
+    try:
+        echo = Echo(slave)
+        echo.hide()
+        echo.hide()
+        assert not termios.tcgetattr(slave)[3] & termios.ECHO
+        echo.show()
+        assert termios.tcgetattr(slave)[3] & termios.ECHO
+        echo.hide()
+        echo.restore()
+        assert termios.tcgetattr(slave)[3] & termios.ECHO
+        assert not echo.hidden
+        for nothing in (Echo(None), Echo(read_end)):  # no terminal: nothing to switch
+            nothing.hide()
+            nothing.restore()
+            assert nothing.fd is None
+            assert not nothing.hidden
+    finally:
+        for fd in (master, slave, read_end, write_end):
+            os.close(fd)
+
+
+async def test_live_bash_output_shows_under_the_spinner_of_its_agent_only() -> None:
+    script = [
+        tool_call_response("c1", "bash", {"command": "printf 'a\\nb\\n'; sleep 0.3; echo c"}),
+        text_response("ok"),
+    ]
+    console = screen()
+    async with Harness(script) as h:
+        await h.ctx.plugin(LocalBashExecutor)
+        await h.ctx.plugin(tool_bash)
+        agent = h.agent()
+        view = TerminalView(h.ctx, agent, console)
+        seen: list[str] = []
+
+        def record(_who: object | None, _stream: str, _piece: str) -> None:  # after the view's own listener
+            if view._output is not None:
+                seen.append(view._output.render())
+
+        h.ctx.emit(BASH_OUTPUT, object(), "stdout", "someone else's\n")  # not this agent: ignored
+        view.on_output(agent, "stdout", "no spinner yet\n")  # nothing runs: ignored
+        h.ctx.on(BASH_OUTPUT, record)
+        agent.send([text("go")])
+        await agent.when_idle()
+        view.close()
+    assert seen
+    assert seen[-1] == "a\nb\nc"
+    assert "someone else" not in "".join(seen)
+    assert "no spinner" not in "".join(seen)

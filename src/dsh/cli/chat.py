@@ -8,7 +8,9 @@ flushes the session log.
 
 On a terminal (stdout is a tty, no ``--plain``) the answers are drawn by
 :class:`~dsh.cli.terminal.TerminalView` (markdown, a spinner, tool cards);
-otherwise ui-stdio prints plain text. Ctrl-C aborts the turn in progress (the log
+otherwise ui-stdio prints plain text. A line typed while the agent works steers it;
+on a terminal it is shown on a line of its own once entered (keys typed while the
+answer streams are not echoed, so they never land inside it). Ctrl-C aborts the turn in progress (the log
 records ``aborted``); at the idle prompt the first one drops the half-typed line (the
 terminal discards it) and says so, and a second one in a row ends the chat (status 130). SIGTERM and
 SIGHUP abort the turn in progress and end the chat once it has ended (status 143 /
@@ -27,6 +29,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from dsh.cli.agent import EXIT_INTERRUPTED, MAIN_AGENT, agent_model, start_agent
@@ -38,7 +41,7 @@ from dsh.cli.profile import DEMO_MODEL, Tree, resolve_tree
 from dsh.cli.run import INTERRUPT_REASON
 from dsh.cli.settings import Settings
 from dsh.cli.signals import SIGNAL_REASON, SIGNAL_STATUS, STOP_SIGNALS, on_numbered_signals
-from dsh.core.agent import AGENT_QUEUED, AGENTS
+from dsh.core.agent import AGENT_QUEUED, AGENTS, Agent
 from dsh.core.approval import APPROVAL_REQUEST
 from dsh.kernel import Context, PluginSpec
 
@@ -58,6 +61,14 @@ class _Discard:
 
 CLEARED_NOTICE = "(input cleared: press Ctrl-C again, or Ctrl-D, to quit)"
 """What the first Ctrl-C at the idle prompt prints."""
+
+
+async def echoed(lines: AsyncIterable[str], agent: Agent, show: Callable[[str], None]) -> AsyncIterator[str]:
+    """``lines``, each one typed while ``agent`` runs first shown by ``show`` (stripped; blank ones not)."""
+    async for line in lines:
+        if agent.status == "running" and line.strip():
+            show(line.strip())
+        yield line
 
 
 def welcome_text(session_id: str, model: str | None, *, resumed: bool) -> str:
@@ -102,6 +113,7 @@ async def chat(
             if not done.done():
                 done.set_result(code)
 
+        interactive = os.isatty(in_fd)
         view = None
         if plain:
             output: Any = sys.stdout
@@ -110,10 +122,10 @@ async def chat(
 
             from dsh.cli.terminal import TerminalView
 
-            view = TerminalView(root, agent, console if console is not None else Console())
+            screen = console if console is not None else Console()
+            view = TerminalView(root, agent, screen, in_fd if interactive else None)
             view.welcome(banner)
             output = _Discard()
-        interactive = os.isatty(in_fd)
 
         def show(message: str) -> None:
             if view is not None:
@@ -125,7 +137,10 @@ async def chat(
         approver = InlineApprover(agent, show, interactive=interactive)
         root.on(APPROVAL_REQUEST, approver.on_request)
         notice = view.notice if view is not None else None  # command replies
-        runtime = StdioRuntime(input=approver.route(read_lines(in_fd)), output=output, exit=finish, notice=notice)
+        lines = approver.route(read_lines(in_fd))
+        if view is not None and interactive:
+            lines = echoed(lines, agent, view.typed)
+        runtime = StdioRuntime(input=lines, output=output, exit=finish, notice=notice)
         config = {"welcome": banner, "agent": MAIN_AGENT, "oneTurnPerLine": not interactive}
 
         def start(ctx: Context, _raw: Any) -> Any:

@@ -8,18 +8,28 @@
   dimmed), left on screen when the step ends;
 * a card per tool call (the tool's own presentation: for ``bash``, the command and
   its description) and per result (the last lines of output; red when it failed),
-  with a spinner while the tool runs;
+  with a spinner while the tool runs, and under it the last :data:`LIVE_LINES` lines
+  a bash command printed so far (``bash/output``), with a count of the lines above them;
+* a line typed while the agent works (:meth:`TerminalView.typed`) on a line of its
+  own, as the user's: the streamed text so far stays where it is and the stream goes
+  on below (the ``steering/message`` the agent logs for it is not shown again);
 * a closing line when a turn ends other than ``completed``, then the prompt;
 * on a retry of a failed model request, the failed attempt's text frozen as it was
   and a spinner until the next attempt streams (the retry's stderr line says why).
 
 At most one live display runs at a time (rich allows no more); :meth:`close` stops
-whatever is running. Listener callbacks never raise into the loop.
+whatever is running. While one runs, the terminal's echo is off (when the view has the
+input terminal): a key typed then (Ctrl-C included) would land inside the redrawn text
+and be drawn again with it; a line typed then is shown by :meth:`TerminalView.typed`
+once it is entered. Listener callbacks never raise into the loop.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import termios
+from collections import deque
 from collections.abc import Iterable
 
 from rich.console import Console, Group, RenderableType
@@ -31,6 +41,7 @@ from rich.text import Text
 
 from dsh.cli.agent import describe_reason
 from dsh.core.agent import AGENT_RETRY, AGENT_STEP_START, AGENT_STREAM_CHUNK, AGENT_TURN_END, Agent, RetryNotice
+from dsh.core.bash import BASH_OUTPUT
 from dsh.core.llm import ContentBlock, ReasoningDeltaChunk, StreamChunk, TextDeltaChunk, text_of
 from dsh.core.session import (
     SESSION_EVENT,
@@ -54,6 +65,71 @@ RESULT_LINES = 12
 PROMPT = "[bold cyan]›[/] "
 """What the view prints when the agent waits for input."""
 
+LIVE_LINES = 8
+"""How many of the last lines of a running command's output show under its spinner."""
+
+
+class Echo:
+    """Turns the echo of terminal ``fd`` off and on again (nothing when ``fd`` is None or no terminal).
+
+    :meth:`restore` puts back the settings found at construction (idempotent).
+    """
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd if fd is not None and os.isatty(fd) else None
+        self._saved = termios.tcgetattr(self.fd) if self.fd is not None else None
+        self.hidden = False
+
+    def _set(self, echo: bool) -> None:
+        if self.fd is None or self._saved is None or self.hidden is not echo:
+            return
+        attrs = termios.tcgetattr(self.fd)
+        attrs[3] = attrs[3] | termios.ECHO if echo else attrs[3] & ~termios.ECHO
+        termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
+        self.hidden = not echo
+
+    def hide(self) -> None:
+        """Stop echoing typed keys."""
+        self._set(False)
+
+    def show(self) -> None:
+        """Echo typed keys again."""
+        self._set(True)
+
+    def restore(self) -> None:
+        """Put the terminal's settings back as they were at construction."""
+        if self.fd is not None and self._saved is not None:
+            termios.tcsetattr(self.fd, termios.TCSANOW, self._saved)
+            self.hidden = False
+
+
+class OutputTail:
+    """The last ``lines`` lines of a stream of text, and how many came before them."""
+
+    def __init__(self, lines: int = LIVE_LINES) -> None:
+        self._lines: deque[str] = deque(maxlen=lines)
+        self._partial = ""
+        self.dropped = 0
+
+    def feed(self, piece: str) -> None:
+        """Append ``piece`` (any part of the stream; lines end at ``\n``)."""
+        *complete, self._partial = (self._partial + piece).split("\n")
+        for line in complete:
+            if len(self._lines) == self._lines.maxlen:
+                self.dropped += 1
+            self._lines.append(line)
+
+    def render(self) -> str:
+        """The kept lines (the unfinished one too), under ``… N more lines`` when some were dropped."""
+        shown = [*self._lines, self._partial] if self._partial else list(self._lines)
+        if len(shown) > (self._lines.maxlen or 0):
+            shown.pop(0)
+            dropped = self.dropped + 1
+        else:
+            dropped = self.dropped
+        head = [f"… {dropped} more lines"] if dropped else []
+        return "\n".join(head + shown)
+
 
 def _tail(output: str, lines: int = RESULT_LINES) -> str:
     kept = output.rstrip("\n").split("\n")
@@ -66,18 +142,24 @@ class TerminalView:
     """Draws ``agent``'s activity on ``console``; see the module docstring.
 
     The listeners are registered on ``root`` (and go with it). ``root`` is also where
-    the view looks up the ``tools`` service for call presentations.
+    the view looks up the ``tools`` service for call presentations. ``input_fd`` is the
+    terminal lines are typed on (None: none; its echo is then left alone).
     """
 
-    def __init__(self, root: Context, agent: Agent, console: Console) -> None:
+    def __init__(self, root: Context, agent: Agent, console: Console, input_fd: int | None = None) -> None:
         self.root = root
         self.agent = agent
         self.console = console
+        self.echo = Echo(input_fd)
         self._status: Status | None = None
+        self._spinning = ""
+        self._output: OutputTail | None = None
         self._live: Live | None = None
         self._text = ""
         self._reasoning = ""
+        self._typed: deque[str] = deque()  # lines shown by typed(), not yet logged as steering
         root.on(AGENT_STEP_START, self.on_step_start)
+        root.on(BASH_OUTPUT, self.on_output)
         root.on(AGENT_STREAM_CHUNK, self.on_chunk)
         root.on(SESSION_EVENT, self.on_event)
         root.on(AGENT_TURN_END, self.on_turn_end)
@@ -86,6 +168,8 @@ class TerminalView:
     # --------------------------------------------------------------- displays
     def _spin(self, message: str) -> None:
         self._settle()
+        self.echo.hide()
+        self._spinning = message
         self._status = self.console.status(message, spinner="dots")
         self._status.start()
 
@@ -93,6 +177,7 @@ class TerminalView:
         if self._status is not None:
             self._status.stop()
             self._status = None
+        self._output = None
 
     def _answer(self) -> RenderableType:
         parts: list[RenderableType] = []
@@ -111,10 +196,26 @@ class TerminalView:
             self._live = None
         self._text = ""
         self._reasoning = ""
+        self.echo.show()
 
     def close(self) -> None:
-        """Stop every live display (idempotent)."""
+        """Stop every live display and give the terminal its settings back (idempotent)."""
         self._settle()
+        self.echo.restore()
+
+    def typed(self, line: str) -> None:
+        """Show ``line``, typed while the agent works, as the user's, on a line of its own.
+
+        The displays running stop with what they show left on screen, the line follows,
+        and the spinner that ran starts again below it (the stream goes on there).
+        """
+        resume = self._spinning if self._status is not None or self._live is not None else ""
+        self._settle()
+        self.console.print(Text(f"› {line}", style="bold cyan"))
+        if self.agent.status == "running":  # it becomes a steering message: not to be shown twice
+            self._typed.append(line)
+        if resume:
+            self._spin(resume)
 
     def welcome(self, message: str) -> None:
         """Print the banner and the first prompt."""
@@ -149,10 +250,23 @@ class TerminalView:
             return
         if self._live is None:
             self._stop_spinner()
+            self.echo.hide()
+            self._spinning = "thinking…"
             self._live = Live(self._answer(), console=self.console, refresh_per_second=8, transient=False)
             self._live.start()
         else:
             self._live.update(self._answer())
+
+    def on_output(self, agent: object | None, _stream: str, piece: str) -> None:
+        """``bash/output``: the command's last lines under the spinner that says it runs."""
+        status = self._status
+        if agent is not self.agent or status is None:
+            return
+        if self._output is None:
+            self._output = OutputTail()
+        self._output.feed(piece)
+        tail = Text(self._output.render(), style="dim", no_wrap=True, overflow="ellipsis")
+        status.update(Group(Text(self._spinning), tail))
 
     def on_retry(self, agent: Agent, _turn: int, _step: int, notice: RetryNotice) -> None:
         if agent is self.agent:
@@ -169,8 +283,15 @@ class TerminalView:
             self._settle()
             self.console.print(self.result_card(event.data.content, is_error=event.data.is_error))
         elif type(event) is SteeringMessageEvent:  # on a line of its own, apart from the streamed answer
+            said = text_of(event.data.content)
+            if said in self._typed:  # typed() showed it already
+                self._typed.remove(said)
+                return
+            resume = self._spinning if self._status is not None else ""
             self._settle()
-            self.console.print(Text(f"› {text_of(event.data.content)}", style="bold cyan"))
+            self.console.print(Text(f"› {said}", style="bold cyan"))
+            if resume:
+                self._spin(resume)
 
     def on_turn_end(self, agent: Agent, turn: int, reason: TurnEndReason) -> None:
         if agent is not self.agent:

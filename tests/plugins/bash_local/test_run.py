@@ -589,12 +589,26 @@ def test_read_from_holds_back_a_split_character_until_it_completes(tmp_path: Pat
 
 
 def test_an_unusable_spill_dir_keeps_the_tail_without_advertising_a_path(tmp_path: Path) -> None:
-    """a spill file that cannot be created leaves the tail and no spill path"""
-    collector = OutputCollector(4, "stdout", str(tmp_path / "absent"))
+    """a spill file that cannot be created (a file where its directory should be) leaves the tail and no spill path"""
+    (tmp_path / "taken").write_text("not a directory")
+    collector = OutputCollector(4, "stdout", str(tmp_path / "taken" / "spill"))
     collector.push(b"abcdef")
     collector.push(b"gh")
     out = collector.finalize()
     assert (out.text, out.truncated, out.spill_path) == ("gh", True, None)
+
+
+def test_a_missing_spill_dir_is_created_private_on_the_first_spill(tmp_path: Path) -> None:
+    folder = tmp_path / "session" / "bash"
+    collector = OutputCollector(4, "stdout", str(folder))
+    collector.push(b"abc")
+    assert not folder.exists()  # nothing spilled yet
+    collector.push(b"defgh")
+    out = collector.finalize()
+    assert out.spill_path is not None
+    assert Path(out.spill_path).parent == folder
+    assert Path(out.spill_path).read_bytes() == b"abcdefgh"
+    assert folder.stat().st_mode & 0o777 == 0o700
 
 
 def test_a_failing_spill_write_abandons_and_removes_the_spill_file(tmp_path: Path, file_size_limit: Any) -> None:

@@ -1,7 +1,7 @@
 """The bash executor seam (SPEC §9): ``BASH`` names the service, the dataclasses its vocabulary,
-:class:`SandboxSupport` what its OS sandbox enforces."""
+:class:`SandboxSupport` what its OS sandbox enforces, ``BASH_OUTPUT`` a run's live output."""
 
-from dsh.core.bash.executor import BASH, BashExecutor, TaskDoneListener
+from dsh.core.bash.executor import BASH, BASH_OUTPUT, BashExecutor, TaskDoneListener
 from dsh.core.bash.types import (
     BashExecRequest,
     BashExecSpec,
@@ -18,6 +18,7 @@ from dsh.core.bash.types import (
 
 __all__ = [
     "BASH",
+    "BASH_OUTPUT",
     "BashExecRequest",
     "BashExecSpec",
     "BashExecutor",

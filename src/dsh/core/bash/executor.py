@@ -23,7 +23,19 @@ from dsh.core.bash.types import (
     BashTaskRead,
     SandboxSupport,
 )
-from dsh.kernel import Context, Effect, Service, ServiceKey
+from dsh.kernel import Context, Effect, EmitEvent, Service, ServiceKey
+
+BASH_OUTPUT: EmitEvent[[object | None, str, str]] = EmitEvent(
+    "bash/output",
+    doc="""emit ``(agent, stream, text)``: output a foreground run produced just now, for
+    display while the command runs (``stream`` is ``stdout`` or ``stderr``; ``agent``
+    the spec's ``agent``). ``text`` is decoded UTF-8 (a character split across reads
+    arrives whole), at most one read's worth; the run's result still holds what the
+    model gets. Listeners must be fast and must not raise (a raise is logged and the
+    command goes on).
+    """,
+)
+"""Live output of a foreground bash run. See ``doc``."""
 
 TaskDoneListener = Callable[[BashTask], Any]
 """Called with a finished background task; may return an awaitable (run as a task of its fiber)."""

@@ -86,7 +86,9 @@ class BashExecSpec:
     """A resolved request: what :meth:`BashExecutor.run` and ``start`` act on.
 
     ``timeout_ms`` is the effective timeout of ``run``; ``start`` ignores it.
-    ``sandbox`` is how the command is confined (None: not at all).
+    ``sandbox`` is how the command is confined (None: not at all). ``agent`` is the
+    asking agent (the request's): the ``bash/output`` events of a foreground run name it.
+    ``spill_dir`` is where the run's spill files go (None: the executor's own place).
     """
 
     command: str
@@ -94,6 +96,8 @@ class BashExecSpec:
     timeout_ms: float
     signal: AbortSignal | None = None
     sandbox: SandboxPolicy | None = None
+    agent: object | None = None
+    spill_dir: str | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import secrets
 import shutil
 import tempfile
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -64,15 +65,22 @@ class OutputCollector:
     """Keeps the tail of one output stream in memory and spills the whole stream.
 
     ``label`` ends the spill file name (``dsh-bash-<pid>-<n>-<12 hex>-<label>.log``);
-    ``spill_dir`` defaults to :func:`default_spill_dir`; ``max_spill_bytes`` (None:
-    unbounded) caps the spill file's size. The collector owns its spill
+    ``spill_dir`` defaults to :func:`default_spill_dir` (a missing one is created, mode
+    0700, when the first spill needs it); ``max_spill_bytes`` (None: unbounded) caps the
+    spill file's size; ``on_chunk`` (optional) is called with each pushed chunk, after it
+    is stored (a raise propagates to the pusher). The collector owns its spill
     file: :meth:`finalize` closes it. A spill file that cannot be created, written or
     closed is abandoned and its path never advertised (an incomplete file must not be
     offered as "the full output"); the in-memory tail is unaffected.
     """
 
     def __init__(
-        self, max_bytes: int, label: str, spill_dir: str | None = None, max_spill_bytes: int | None = None
+        self,
+        max_bytes: int,
+        label: str,
+        spill_dir: str | None = None,
+        max_spill_bytes: int | None = None,
+        on_chunk: Callable[[bytes], object] | None = None,
     ) -> None:
         if max_bytes <= 0:
             raise ValueError(f"OutputCollector: max_bytes must be positive, got {max_bytes}")
@@ -90,6 +98,7 @@ class OutputCollector:
         self._spill_cap = max_spill_bytes
         self._spilled = 0
         self._spill_truncated = False
+        self._on_chunk = on_chunk
 
     @property
     def total_bytes(self) -> int:
@@ -124,6 +133,8 @@ class OutputCollector:
             self._chunks[0] = self._chunks[0][-self._max :]
             self._retained = self._max
             self._dropped = True
+        if self._on_chunk is not None:
+            self._on_chunk(chunk)
 
     def snapshot(self) -> CollectedOutput:
         """The retained text (the tail when truncated) and the spill path, if any."""
@@ -177,6 +188,7 @@ class OutputCollector:
     def _open_spill(self) -> None:
         try:
             directory = self._spill_dir if self._spill_dir is not None else default_spill_dir()
+            os.makedirs(directory, 0o700, exist_ok=True)
             name = f"dsh-bash-{os.getpid()}-{next(_spill_counter)}-{secrets.token_hex(6)}-{self._label}.log"
             path = os.path.join(directory, name)
             self._file = open(path, "xb", opener=_owner_only)  # noqa: SIM115 - closed by finalize

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import math
 import os
 import shutil
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from dsh.core.approval import PERMISSIONS, PermissionMode
 from dsh.core.bash import (
+    BASH_OUTPUT,
     BashExecRequest,
     BashExecSpec,
     BashExecutor,
@@ -24,11 +26,12 @@ from dsh.core.bash import (
     SandboxSupport,
 )
 from dsh.core.errors import HarnessError
-from dsh.kernel import AbortSignal, Context
+from dsh.kernel import Context
 from dsh.plugins.bash_local.env import ChildEnv, EnvPolicy
-from dsh.plugins.bash_local.process import BashInternals, RunningBash, run_bash
+from dsh.plugins.bash_local.process import BashInternals, OutputListener, RunningBash, run_bash
 from dsh.plugins.bash_local.reaper import Reaper
 from dsh.plugins.bash_local.sandbox import Sandbox, SandboxConfig
+from dsh.plugins.bash_local.spill import bash_spill_dir, prune_spills
 
 
 def is_positive_finite(value: object) -> bool:
@@ -48,7 +51,13 @@ class LocalBashConfig(BaseModel):
     when absent); ``timeoutMs`` the default foreground timeout, capped by
     ``maxTimeoutMs``; ``maxOutputBytes`` the in-memory tail kept per stream;
     ``maxSpillBytes`` the size cap of each spill file (the whole stream of a long
-    output, kept in a directory of the executor's own that disposal removes).
+    output). ``sessionFiles`` is the root of the per-session folders: the spill files
+    of a call made by an agent of session S go to
+    ``<sessionFiles>/_session-files/<S>/bash/`` (:mod:`~dsh.plugins.bash_local.spill`),
+    where they outlive the process (the model may read them on a resumed turn) and
+    ``maxSessionSpillBytes`` caps that folder's total (oldest files removed first, after
+    each command). Without it, or for a call without a session, spill files go to a
+    directory of the executor's own that disposal removes.
     ``envAllow`` names more variables of dsh's environment that commands inherit
     (exact names, or ``PREFIX*``) beyond the built-in allowlist; ``env`` sets fixed
     values. Nothing else of dsh's environment reaches a command. ``sandbox`` is the
@@ -62,11 +71,15 @@ class LocalBashConfig(BaseModel):
     max_timeout_ms: float = Field(600_000, alias="maxTimeoutMs")
     max_output_bytes: float = Field(64_000, alias="maxOutputBytes")
     max_spill_bytes: float = Field(100_000_000, alias="maxSpillBytes")
+    session_files: str | None = Field(None, alias="sessionFiles")
+    max_session_spill_bytes: float = Field(500_000_000, alias="maxSessionSpillBytes")
     env_allow: tuple[str, ...] = Field((), alias="envAllow")
     env: dict[str, str] = Field(default_factory=dict)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
-    @field_validator("timeout_ms", "max_timeout_ms", "max_output_bytes", "max_spill_bytes", mode="before")
+    @field_validator(
+        "timeout_ms", "max_timeout_ms", "max_output_bytes", "max_spill_bytes", "max_session_spill_bytes", mode="before"
+    )
     @classmethod
     def _positive_finite(cls, value: object, info: ValidationInfo) -> object:
         if not is_positive_finite(value):
@@ -93,8 +106,10 @@ class LocalBashExecutor(BashExecutor):
     Disposing the plugin's fiber kills every process still running (foreground runs
     included) and returns only once they have all exited, SIGKILL escalation included;
     completions caused by that teardown are not announced. ``internals`` is the test
-    seam (SIGKILL grace, pipe grace, spill directory). Spill files go to :attr:`spill_dir`,
-    a private directory (0700) the executor creates and removes at disposal.
+    seam (SIGKILL grace, pipe grace, spill directory). Spill files of a call with a
+    session go to that session's folder when ``sessionFiles`` is set (see
+    :class:`LocalBashConfig`), else to :attr:`spill_dir`, a private directory (0700)
+    the executor creates and removes at disposal (the reaper removes it if dsh is killed).
 
     Each command is confined by the OS sandbox of its mode (:meth:`resolve` decides):
     the asking agent's mode from the ``permissions`` service when one is loaded
@@ -143,7 +158,16 @@ class LocalBashExecutor(BashExecutor):
             timeout_ms=_tidy(timeout),
             signal=request.signal,
             sandbox=self._policy(request),
+            agent=request.agent,
+            spill_dir=self._session_spill_dir(request.agent),
         )
+
+    def _session_spill_dir(self, agent: object | None) -> str | None:
+        root = self.config.session_files
+        session_id = getattr(getattr(agent, "session", None), "id", None)
+        if root is None or not isinstance(session_id, str) or not session_id:
+            return None
+        return bash_spill_dir(os.path.abspath(root), session_id)
 
     def _policy(self, request: BashExecRequest) -> SandboxPolicy | None:
         permissions = self.ctx.get(PERMISSIONS)
@@ -166,17 +190,38 @@ class LocalBashExecutor(BashExecutor):
         return self.sandbox.support()
 
     async def run(self, spec: BashExecSpec) -> BashRunResult:
-        """See :meth:`BashExecutor.run`; cancelling the caller kills the command."""
-        process = self._launch(spec.command, spec.workdir, spec.timeout_ms, spec.signal, spec.sandbox)
+        """See :meth:`BashExecutor.run`; cancelling the caller kills the command.
+
+        While it runs, what it prints is emitted as ``bash/output`` events (when anyone listens).
+        """
+        process = self._launch(spec, spec.timeout_ms, self._live_output(spec.agent))
         try:
             return await process.done
         except asyncio.CancelledError:
             process.kill()
             raise
 
+    def _live_output(self, agent: object | None) -> OutputListener | None:
+        """The ``on_output`` of a foreground run: decode each stream and emit ``bash/output``."""
+        ctx = self.ctx
+        if ctx.listener_count(BASH_OUTPUT) == 0:
+            return None
+        decoders = {stream: codecs.getincrementaldecoder("utf-8")("replace") for stream in ("stdout", "stderr")}
+
+        def deliver(stream: str, chunk: bytes) -> None:
+            piece = decoders[stream].decode(chunk)
+            if not piece:
+                return
+            try:
+                ctx.emit(BASH_OUTPUT, agent, stream, piece)
+            except Exception as error:
+                ctx.logger.warning("bash-local: a bash/output listener failed: %s", error)
+
+        return deliver
+
     def start(self, spec: BashExecSpec) -> BashTask:
         """See :meth:`BashExecutor.start`; raises only for a pre-aborted signal or after disposal."""
-        process = self._launch(spec.command, spec.workdir, 0, spec.signal, spec.sandbox)
+        process = self._launch(spec, 0)
         self._count += 1
         task = BashTask(id=f"bash-{self._count}", command=spec.command, done=asyncio.get_running_loop().create_future())
         entry = _TaskEntry(task, process)
@@ -186,31 +231,38 @@ class LocalBashExecutor(BashExecutor):
         watcher.add_done_callback(self._watchers.discard)
         return task
 
-    def _launch(
-        self, command: str, workdir: str, timeout_ms: float, signal: AbortSignal | None, sandbox: SandboxPolicy | None
-    ) -> RunningBash:
+    def _launch(self, spec: BashExecSpec, timeout_ms: float, on_output: OutputListener | None = None) -> RunningBash:
         if self._disposed:
             raise HarnessError("bash-local is disposed: load the bash-local plugin again to run commands", "DISPOSED")
         self._prune()
+        sandbox = spec.sandbox
         process = run_bash(
-            command,
-            cwd=workdir,
+            spec.command,
+            cwd=spec.workdir,
             timeout_ms=timeout_ms,
             max_output_bytes=self._max_bytes,
-            signal=signal,
+            signal=spec.signal,
             internals=self.internals,
             env=self.child_env,
             reaper=self.reaper,
             sandbox=self.sandbox.launch(sandbox) if sandbox is not None else None,
+            spill_dir=spec.spill_dir,
+            on_output=on_output,
         )
         self._processes.add(process)
-        process.add_close_callback(self._on_closed)
+        spill_dir = spec.spill_dir
+        process.add_close_callback(
+            self._on_closed if spill_dir is None else lambda closed: self._on_closed(closed, spill_dir)
+        )
         return process
 
-    def _on_closed(self, process: RunningBash) -> None:
+    def _on_closed(self, process: RunningBash, spill_dir: str | None = None) -> None:
         self._processes.discard(process)
         if process.lingering:
             self._lingering.add(process)
+        if spill_dir is not None:  # the session folder's total cap; this command's files stay
+            keep = {path for path in (process.stdout.spill_path, process.stderr.spill_path) if path is not None}
+            prune_spills(spill_dir, math.ceil(self.config.max_session_spill_bytes), keep)
 
     def _prune(self) -> None:
         for process in [process for process in self._lingering if not process.lingering]:

@@ -41,6 +41,15 @@ from dsh.plugins.bash_local.watch import PipeWatch, pipe_holders
 _DEFAULT_ENV = ChildEnv()
 """The environment of commands started without a policy of their own."""
 
+OutputListener = Callable[[str, bytes], object]
+"""``on_output(stream, chunk)``: a chunk of ``stdout`` or ``stderr``, as read."""
+
+
+def _tagged(listener: OutputListener | None, stream: str) -> Callable[[bytes], object] | None:
+    if listener is None:
+        return None
+    return lambda chunk: listener(stream, chunk)
+
 
 def kill_group(pid: int, sig: int) -> None:
     """Send ``sig`` to process group ``pid``; never raises (a vanished group is fine)."""
@@ -101,12 +110,16 @@ def run_bash(
     env: ChildEnv | None = None,
     reaper: Reaper | None = None,
     sandbox: Launch | None = None,
+    spill_dir: str | None = None,
+    on_output: OutputListener | None = None,
 ) -> RunningBash:
     """Start ``bash -c command`` in ``cwd`` and return the handle at once.
 
     ``timeout_ms`` of 0 means no timeout. ``env`` decides the environment (default: the
     built-in allowlist); ``reaper`` (optional) is told about the process group so it
     dies with dsh; ``sandbox`` (optional) starts bash confined through its launcher.
+    ``spill_dir`` overrides ``internals.spill_dir`` for this command's spill files;
+    ``on_output(stream, chunk)`` (optional) sees every chunk read, as it is read.
     Raises synchronously (nothing spawned) when ``signal`` has already fired; spawn
     failures surface through
     :attr:`RunningBash.done` instead. Must be called with a running event loop.
@@ -116,7 +129,9 @@ def run_bash(
         raise HarnessError(f"aborted before spawn: {reason}", "ABORTED")
     launch = env if env is not None else _DEFAULT_ENV
     knobs = internals or BashInternals()
-    return RunningBash(command, cwd, timeout_ms, max_output_bytes, signal, knobs, launch, reaper, sandbox)
+    return RunningBash(
+        command, cwd, timeout_ms, max_output_bytes, signal, knobs, launch, reaper, sandbox, spill_dir, on_output
+    )
 
 
 class RunningBash:
@@ -143,6 +158,8 @@ class RunningBash:
         env: ChildEnv,
         reaper: Reaper | None = None,
         sandbox: Launch | None = None,
+        spill_dir: str | None = None,
+        on_output: OutputListener | None = None,
     ) -> None:
         self._env = env
         self._sandbox = sandbox
@@ -150,9 +167,9 @@ class RunningBash:
         self._pipe_grace_s = internals.pipe_grace_ms / 1000
         self._watch: PipeWatch | None = None
         self._released = False
-        spill = (internals.spill_dir, internals.max_spill_bytes)
-        self.stdout = OutputCollector(max_output_bytes, "stdout", *spill)
-        self.stderr = OutputCollector(max_output_bytes, "stderr", *spill)
+        spill = (spill_dir if spill_dir is not None else internals.spill_dir, internals.max_spill_bytes)
+        self.stdout = OutputCollector(max_output_bytes, "stdout", *spill, on_chunk=_tagged(on_output, "stdout"))
+        self.stderr = OutputCollector(max_output_bytes, "stderr", *spill, on_chunk=_tagged(on_output, "stderr"))
         self.pid: int | None = None
         self.timed_out = False
         self.aborted = False
