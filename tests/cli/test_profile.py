@@ -28,7 +28,8 @@ def settings(tmp_path: Path, **values: object) -> Settings:
 def test_the_default_profile_serves_deepseek_and_stores_jsonl(tmp_path: Path) -> None:
     entries = profile_entries(settings(tmp_path))
     by_id = {entry["id"]: entry for entry in entries}
-    assert "config" not in by_id["bash"]  # no workspace baked in: calls run in their session's cwd
+    # no workspace baked in (calls run in their session's cwd); spill files under the sessions root
+    assert by_id["bash"]["config"] == {"sessionFiles": str(tmp_path / "s")}
     assert by_id["persistence"] == {
         "id": "persistence",
         "name": "session-persistence-jsonl",

@@ -15,6 +15,7 @@ from dsh.cli.transcript import format_time
 from dsh.core.persistence import MemoryPersistence
 from dsh.core.session import SessionHeader, SessionStore
 from dsh.kernel import Context
+from dsh.plugins.bash_local import bash_spill_dir
 from dsh.plugins.persistence_jsonl import NO_CWD_BUCKET, SessionPersistenceJsonl
 from tests.cli.helpers import log_of, namespace, session_files, session_id_of, write_tree
 from tests.sealing import unsealed_text
@@ -143,6 +144,29 @@ async def test_rm_deletes_the_log(sessions_root: Path, workspace: Path, capsys: 
     assert await amain(sessions(sessions_root, "rm", session_id)) == 0
     assert capsys.readouterr().out == f"removed {session_id}\n"
     assert session_files(sessions_root) == []
+
+
+async def test_rm_deletes_the_spill_files_kept_for_the_session(
+    sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (bash,) = [
+        entry
+        for entry in profile_entries(Settings.from_args(namespace(sessions_root=str(sessions_root))))
+        if entry["id"] == "bash"
+    ]
+    assert bash["config"] == {"sessionFiles": str(sessions_root)}
+    session_id = await demo_run(sessions_root, workspace, "echo x", capsys)
+    spills = Path(bash_spill_dir(str(sessions_root), session_id))
+    spills.mkdir(parents=True)
+    (spills / "dsh-bash-1-stdout.log").write_text("x" * 1000)
+    other = Path(bash_spill_dir(str(sessions_root), "another-session"))
+    other.mkdir(parents=True)
+    assert await amain(sessions(sessions_root, "check")) == 0
+    assert await amain(sessions(sessions_root, "list")) == 0
+    assert session_id in capsys.readouterr().out
+    assert await amain(sessions(sessions_root, "rm", session_id)) == 0
+    assert not spills.parent.exists()
+    assert other.is_dir()
 
 
 async def test_a_config_tree_without_persistence_is_reported(

@@ -155,7 +155,8 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
     if settings.invariants:
         entries.append(_entry("invariants", "invariants"))
     entries += [
-        _entry("bash", "bash-local"),  # no cwd: each call runs in its session's workspace (--cwd)
+        # no cwd: each call runs in its session's workspace (--cwd); spill files under the sessions root
+        _entry("bash", "bash-local", {"sessionFiles": str(settings.sessions_root)}),
         _entry("tool-bash", "tool-bash"),
         _entry("fs", "fs-local"),  # each session's files, in its workspace (--cwd)
         _entry("tool-fs", "tool-fs"),

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+from pathlib import Path
 from typing import cast
 
 from msgspec import UNSET, Struct, UnsetType
@@ -59,6 +61,7 @@ from dsh.core.persistence import (
 from dsh.core.session import SessionHeader, UserMessageEvent, parse_session_event, prompt_title
 from dsh.core.usage import own_start, summarize_usage
 from dsh.kernel import unwrap
+from dsh.plugins.bash_local import session_folder
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
 
 TURN_START_LINE = b'\n{"type":"turn/start",'
@@ -203,10 +206,12 @@ async def fork_session(persistence: SessionPersistence, session_id: str, turn: i
     return 0
 
 
-async def remove_session(persistence: SessionPersistence, session_id: str, tree: Tree) -> int:
+async def remove_session(persistence: SessionPersistence, session_id: str, tree: Tree, sessions_root: Path) -> int:
+    """Delete the session's log, then the files dsh kept for it (bash spill files) under ``sessions_root``."""
     if not await persistence.has(session_id):
         raise CliError(f'no session "{session_id}" is stored by {tree.label}: see `dsh sessions list`')
     await persistence.delete(session_id)
+    shutil.rmtree(session_folder(str(sessions_root), session_id), ignore_errors=True)
     _out(f"removed {session_id}\n")
     return 0
 
@@ -262,7 +267,7 @@ def pricing_model(settings: Settings) -> str | None:
     return DEFAULT_MODEL if settings.config is None and settings.provider == "deepseek" else None
 
 
-async def run_action(tree: Tree, args: argparse.Namespace, model: str | None = None) -> int:
+async def run_action(tree: Tree, args: argparse.Namespace, sessions_root: Path, model: str | None = None) -> int:
     """Boot ``tree`` and run the ``sessions`` action ``args.action`` against its persistence."""
     async with booted(tree) as root:
         persistence = root.get(SESSION_PERSISTENCE)
@@ -288,7 +293,7 @@ async def run_action(tree: Tree, args: argparse.Namespace, model: str | None = N
                 return await check_sessions(persistence, tree)
             if args.action == "repair":
                 return await repair_session(persistence, args.id)
-            return await remove_session(persistence, args.id, tree)
+            return await remove_session(persistence, args.id, tree, sessions_root)
         except HarnessError as error:
             raise CliError(f"sessions {args.action}: {error}") from error
 
@@ -299,6 +304,6 @@ async def command(args: argparse.Namespace) -> int:
         settings = Settings.from_args(args)
         tree = resolve_tree(settings, "storage")
         with logging_to_stderr(settings.verbose):
-            return await run_action(tree, args, pricing_model(settings))
+            return await run_action(tree, args, settings.sessions_root, pricing_model(settings))
     except CliError as error:
         return report(error)
