@@ -37,7 +37,15 @@ from dsh.core.fs import (
     is_within,
 )
 from dsh.kernel import Context
-from dsh.plugins.fs_local.text import SNIFF_BYTES, binary_kind, decode_text, detect_newline, read_lines, refuse_binary
+from dsh.plugins.fs_local.text import (
+    SNIFF_BYTES,
+    binary_kind,
+    decode_text,
+    detect_newline,
+    read_lines,
+    refuse_binary,
+    window_lines,
+)
 
 
 class LocalFsConfig(BaseModel):
@@ -212,8 +220,12 @@ class LocalFileSystem(FileSystem):
             kind = binary_kind(head, path)
             if kind is not None:
                 raise refuse_binary(path, result.st_size, kind)
-            file.seek(0)
-            lines, total, cut = read_lines(file, path, result.st_size, offset, limit, max_line_chars)
+            if result.st_size <= INLINE_READ_BYTES:  # small: all of it in memory, split at once
+                data = head + file.read()
+                lines, total, cut = window_lines(data, path, offset, limit, max_line_chars)
+            else:
+                file.seek(0)
+                lines, total, cut = read_lines(file, path, result.st_size, offset, limit, max_line_chars)
         return TextWindow(
             path=path,
             lines=lines,
