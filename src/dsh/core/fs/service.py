@@ -151,7 +151,7 @@ class FileSystem(Service, ABC):
             window = window_of(file, offset, limit, max_line_chars)
         else:
             window = await self._read_window(resolved, offset, limit, max_line_chars)
-        self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation="read", stat=window.stat))
+        self._observed(workspace, "read", window.stat)
         return window
 
     async def read_text(self, workspace: Workspace, path: str) -> TextFile:
@@ -160,7 +160,7 @@ class FileSystem(Service, ABC):
         editor = self._editor(workspace)
         found = None if editor is None else await self._editor_file(editor, resolved)
         file = found if found is not None else await self._read_text(resolved)
-        self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation="read", stat=file.stat))
+        self._observed(workspace, "read", file.stat)
         return file
 
     async def write_text(self, workspace: Workspace, path: str, text: str, *, newline: Newline = "\n") -> FileStat:
@@ -223,8 +223,13 @@ class FileSystem(Service, ABC):
         )
         async with lock:
             stat = await self.ctx.waterfall(FS_WRITE_INTENT, intent, inner=lambda: write(intent))
-        self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation="write", stat=stat))
+        self._observed(workspace, "write", stat)
         return stat
+
+    def _observed(self, workspace: Workspace, operation: Literal["read", "write"], stat: FileStat) -> None:
+        """Emit ``fs/observed`` (the notice is built only when someone listens)."""
+        if self.ctx.listener_count(FS_OBSERVED):
+            self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation=operation, stat=stat))
 
     async def _editor_write(self, editor: EditorFiles, intent: FsWriteIntent) -> FileStat:
         """Write ``intent`` through ``editor``: ``replace`` first checks the editor's text is

@@ -1,6 +1,10 @@
 """``fs-local``: the :class:`FileSystem` over the machine's own files.
 
-Blocking file work runs in worker threads, so a large file never stalls the event loop.
+Resolving a path, a stat and the read of a small file (at most :data:`INLINE_READ_BYTES`,
+as the open file's own stat says) run on the event loop: each is a few system calls on an
+already open file, cheaper than the hop to a worker thread. Larger reads, every write
+(its flush to disk may wait on the device), listings and globs run in worker threads,
+so a large file never stalls the event loop.
 Writes go to a temporary file in the target's directory, are flushed to disk and renamed
 over the target (readers see the old or the new file, never a torn one); an existing
 file keeps its permission bits, a new one gets ``0666`` minus the process umask, and
@@ -33,7 +37,15 @@ from dsh.core.fs import (
     is_within,
 )
 from dsh.kernel import Context
-from dsh.plugins.fs_local.text import SNIFF_BYTES, binary_kind, decode_text, detect_newline, read_lines, refuse_binary
+from dsh.plugins.fs_local.text import (
+    SNIFF_BYTES,
+    binary_kind,
+    decode_text,
+    detect_newline,
+    read_lines,
+    refuse_binary,
+    window_lines,
+)
 
 
 class LocalFsConfig(BaseModel):
@@ -129,11 +141,46 @@ async def off_loop(work: Callable[..., T], *args: Any) -> T:
     return cast(T, value)
 
 
+INLINE_READ_BYTES = 64 * 1024
+"""Files up to this size are read on the event loop; larger ones in a worker thread."""
+
+
 def _stat_or_none(path: str) -> FileStat | None:
     try:
         return to_stat(path, os.stat(path))
     except FileNotFoundError:
         return None
+
+
+_FD_LINKS = "/proc/self/fd"
+"""Where Linux names each open file descriptor's path (absent elsewhere)."""
+
+_O_PATH = getattr(os, "O_PATH", 0)
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)``, asked of the kernel when it can answer.
+
+    An existing path is opened with ``O_PATH`` (no read access needed, nothing read) and
+    the kernel's name of that descriptor is its real path, every link followed: three
+    system calls instead of one ``lstat`` per component. A path that does not exist (a
+    missing tail), one removed meanwhile, or a system without ``/proc`` takes
+    ``os.path.realpath``.
+    """
+    if _O_PATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return os.path.realpath(path)  # missing, a dangling link, a loop: the Python walk says what is left
+        try:
+            real = os.readlink(f"{_FD_LINKS}/{fd}")
+        except OSError:  # pragma: no cover - /proc not mounted: the portable walk
+            return os.path.realpath(path)
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
+    return os.path.realpath(path)  # pragma: no cover - systems without O_PATH; a file removed meanwhile
 
 
 def _current_umask() -> int:
@@ -153,23 +200,32 @@ class LocalFileSystem(FileSystem):
         self.new_file_mode = 0o666 & ~_current_umask()
 
     def _real_path(self, path: str) -> str:
-        return os.path.realpath(path)
+        return real_path(path)
 
     async def _stat(self, path: str) -> FileStat | None:
-        return await off_loop(_stat_or_none, path)
+        return _stat_or_none(path)
 
     async def _read_window(self, path: str, offset: int, limit: int, max_line_chars: int) -> TextWindow:
-        return await off_loop(self._window, path, offset, limit, max_line_chars)
-
-    def _window(self, path: str, offset: int, limit: int, max_line_chars: int) -> TextWindow:
         fd, result = _open_file(path)
+        if result.st_size <= INLINE_READ_BYTES:
+            return self._window(fd, result, path, offset, limit, max_line_chars)
+        return await off_loop(self._window, fd, result, path, offset, limit, max_line_chars)
+
+    def _window(
+        self, fd: int, result: os.stat_result, path: str, offset: int, limit: int, max_line_chars: int
+    ) -> TextWindow:
+        """The window of the open file ``fd`` (closed here) whose stat is ``result``."""
         with os.fdopen(fd, "rb") as file:
             head = file.read(SNIFF_BYTES)
             kind = binary_kind(head, path)
             if kind is not None:
                 raise refuse_binary(path, result.st_size, kind)
-            file.seek(0)
-            lines, total, cut = read_lines(file, path, result.st_size, offset, limit, max_line_chars)
+            if result.st_size <= INLINE_READ_BYTES:  # small: all of it in memory, split at once
+                data = head + file.read()
+                lines, total, cut = window_lines(data, path, offset, limit, max_line_chars)
+            else:
+                file.seek(0)
+                lines, total, cut = read_lines(file, path, result.st_size, offset, limit, max_line_chars)
         return TextWindow(
             path=path,
             lines=lines,
@@ -181,10 +237,13 @@ class LocalFileSystem(FileSystem):
         )
 
     async def _read_text(self, path: str) -> TextFile:
-        return await off_loop(self._text, path)
-
-    def _text(self, path: str) -> TextFile:
         fd, result = _open_file(path)
+        if result.st_size <= INLINE_READ_BYTES:
+            return self._text(fd, result, path)
+        return await off_loop(self._text, fd, result, path)
+
+    def _text(self, fd: int, result: os.stat_result, path: str) -> TextFile:
+        """The text of the open file ``fd`` (closed here) whose stat is ``result``."""
         with os.fdopen(fd, "rb") as file:
             data = file.read()
         kind = binary_kind(data[:SNIFF_BYTES], path)
@@ -200,7 +259,7 @@ class LocalFileSystem(FileSystem):
         return await off_loop(self._write_now, intent)
 
     def _write_now(self, intent: FsWriteIntent) -> FileStat:
-        target = os.path.realpath(intent.path)
+        target = real_path(intent.path)
         try:
             current: os.stat_result | None = os.stat(target)
         except (FileNotFoundError, NotADirectoryError):

@@ -8,6 +8,7 @@ numbers, else from its extension, else ``binary data``.
 from __future__ import annotations
 
 import codecs
+import io
 import mimetypes
 from typing import BinaryIO
 
@@ -77,17 +78,18 @@ def decode_text(data: bytes, path: str) -> str:
 
 
 def read_lines(
-    file: BinaryIO, path: str, size: int, offset: int, limit: int, max_chars: int
+    file: BinaryIO, path: str, size: int, offset: int, limit: int, max_chars: int, *, first_line: int = 1
 ) -> tuple[tuple[str, ...], int, tuple[int, ...]]:
     """Stream ``file`` (positioned at its start): the decoded lines in the window, the
     total line count and the numbers of the window lines cut to ``max_chars``.
+    ``first_line`` is the number of the stream's first line (the count includes those before).
 
     Lines outside the window are only counted; a window line is decoded up to
     ``max_chars`` characters, the rest of it skipped unread into memory.
     """
     lines: list[str] = []
     cut: list[int] = []
-    number = 0
+    number = first_line - 1
     last = offset + limit - 1
     while True:
         chunk = file.readline(CHUNK_BYTES)
@@ -128,3 +130,32 @@ def read_lines(
             kept = kept[:max_chars]
             cut.append(number)
         lines.append(kept)
+
+
+def window_lines(
+    data: bytes, path: str, offset: int, limit: int, max_chars: int
+) -> tuple[tuple[str, ...], int, tuple[int, ...]]:
+    """:func:`read_lines` over a file already in memory (``data``, all of it), with the same result.
+
+    Lines are split and counted by bytes; only the window's lines are decoded. A window
+    line longer than ``max_chars`` bytes may be cut: it goes through :func:`read_lines`,
+    so cutting and decoding errors stay exactly the streaming ones.
+    """
+    raw_lines = data.split(b"\n")
+    if raw_lines[-1] == b"":
+        raw_lines.pop()  # a final newline ends the last line; it does not start another
+    lines: list[str] = []
+    cut: list[int] = []
+    for number, raw in enumerate(raw_lines[offset - 1 : offset - 1 + limit], offset):
+        if len(raw) > max_chars:
+            (line,), _, was_cut = read_lines(io.BytesIO(raw), path, len(data), number, 1, max_chars, first_line=number)
+            if was_cut:
+                cut.append(number)
+            lines.append(line)
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise refuse_undecodable(path, len(data), number, error) from error
+        lines.append(line.removesuffix("\r"))
+    return tuple(lines), len(raw_lines), tuple(cut)
