@@ -16,7 +16,10 @@ gets one). So a ``tool/call`` in the log means the call started, and the calls a
 logged in the model's order. Each ``tool/result`` is appended, again in the model's
 order, once that call and every earlier call of its batch have settled: a fast
 result waits for a slower sibling before it, so the history the model sees next is
-the same whatever finished first.
+the same whatever finished first. The calls logged are written to storage
+(``session/checkpoint``, without a sync) before they start, so a process that dies
+while a call runs leaves that call in its log: the resume closes it as interrupted
+rather than losing it and having the model ask for it again.
 
 Abort. Once the step's signal has fired, no further call starts (nor is logged); the
 running ones are cancelled and each gets an ``ABORTED`` error result, so every logged
@@ -38,7 +41,15 @@ from collections.abc import Sequence
 from dsh.agent_loop.race import StepAbortedError, abort_reason, race_abort
 from dsh.agent_loop.state import LoopState
 from dsh.core.llm import TextBlock, ToolCallBlock
-from dsh.core.session import Session, ToolCallData, ToolCallEvent, ToolErrorInfo, ToolResultData, ToolResultEvent
+from dsh.core.session import (
+    SESSION_CHECKPOINT,
+    Session,
+    ToolCallData,
+    ToolCallEvent,
+    ToolErrorInfo,
+    ToolResultData,
+    ToolResultEvent,
+)
 from dsh.core.tools import ToolExecution, ToolExecutionResult, ToolRegistry, parse_arguments
 from dsh.kernel import AbortSignal
 
@@ -89,6 +100,15 @@ def _log_call(session: Session, turn: int, step: int, call: ToolCallBlock) -> No
     )
 
 
+async def _write_ahead(state: LoopState) -> None:
+    """Write the calls just logged before they run (``session/checkpoint``, no sync).
+
+    A process that dies while a call runs then leaves the call in its log, so the
+    resume closes it as interrupted instead of losing it (and asking the model anew).
+    """
+    await state.ctx.parallel(SESSION_CHECKPOINT, state.session)
+
+
 def _log_result(session: Session, turn: int, step: int, call: ToolCallBlock, result: ToolExecutionResult) -> None:
     session.append(
         ToolResultEvent,
@@ -108,6 +128,7 @@ async def _run_one(
 ) -> None:
     session = state.session
     _log_call(session, turn, step, call)
+    await _write_ahead(state)
     result = await _execute(tools, _execution(state, call, signal), signal)
     _log_result(session, turn, step, call, result)
 
@@ -129,9 +150,14 @@ async def _run_batch(
     committed = 0
     try:
         while True:
-            while len(started) < len(calls) and len(running) < limit and not signal.aborted:
-                call = calls[len(started)]
+            fresh: list[ToolCallBlock] = []
+            while len(started) + len(fresh) < len(calls) and len(running) + len(fresh) < limit and not signal.aborted:
+                call = calls[len(started) + len(fresh)]
                 _log_call(session, turn, step, call)
+                fresh.append(call)
+            if fresh:
+                await _write_ahead(state)
+            for call in fresh:
                 task = loop.create_task(_execute(tools, _execution(state, call, signal), signal))
                 started.append(task)
                 running.add(task)

@@ -1,6 +1,7 @@
 """Step-level writes: before each model request the log on disk holds the turn so far.
 
-The agent loop awaits ``session/checkpoint`` before every model call; the JSONL backend
+The agent loop awaits ``session/checkpoint`` before every model call and before a step's
+tool calls run; the JSONL backend
 writes the buffered events then (without an fsync, which the turn's flush does), so a
 kill of the process loses at most the step in flight.
 """
@@ -74,6 +75,32 @@ async def test_each_model_request_finds_the_turn_so_far_on_disk(tmp_path: Path) 
     assert third.count("step/end") == 2
     final = types_of(on_disk(root, holder["id"]))
     assert final[-1] == "turn/end"
+
+
+async def test_a_tool_call_is_on_disk_before_the_tool_runs(tmp_path: Path) -> None:
+    """a process killed while a tool runs leaves the call in the log: the resume closes it, never re-asks it"""
+    root = tmp_path / "sessions"
+    seen: list[list[dict[str, Any]]] = []
+    holder: dict[str, str] = {}
+    async with Harness([tool_call_response("c1", "note", {"n": 1}), text_response("done")]) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
+
+        async def note(args: dict[str, Any], _exec: Any) -> list[Any]:
+            seen.append(on_disk(root, holder["id"]))
+            return [{"type": "text", "text": "noted"}]
+
+        h.tools.register(
+            define_tool(name="note", description="Take a note.", parameters={"n": {"type": "number"}}, execute=note)
+        )
+        agent = h.agent()
+        holder["id"] = agent.session.header.id
+        agent.send([{"type": "text", "text": "please take a note"}])
+        await agent.when_idle()
+        h.model.assert_consumed()
+    (during,) = seen
+    (message,) = [event for event in during if event["type"] == "assistant/message"]
+    assert [block["id"] for block in message["data"]["content"] if block["type"] == "tool-call"] == ["c1"]
+    assert "tool/result" not in types_of(during)
 
 
 async def test_a_checkpoint_skips_the_fsync_and_the_flush_syncs(

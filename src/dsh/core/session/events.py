@@ -45,9 +45,10 @@ SESSION_CHECKPOINT: ParallelEvent[[Session]] = ParallelEvent(
     "session/checkpoint",
     doc="""``(session)``: an awaited write checkpoint, cheaper than ``session/flush``.
 
-    The agent loop awaits it before every model request: the turn's user messages and
-    every finished step are then written to storage (they survive the death of the
+    The agent loop awaits it before every model request (the turn's user messages and
+    every finished step) and before a step's tool calls run (the assistant message that
+    asks for them): those are then written to storage (they survive the death of the
     process), though not necessarily synced to the disk (that waits for the next
     ``session/flush``). A failure rejects the checkpoint; the loop fails the step with
-    it before the model is called.""",
+    it before the model is called or the tools run.""",
 )
