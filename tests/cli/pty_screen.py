@@ -27,17 +27,22 @@ ROWS = 60
 COLUMNS = 120
 
 
-class Screen:
-    """The master side of a pseudo-terminal, drawn on a ``pyte`` screen of ``ROWS`` x ``COLUMNS``."""
+class PtyMaster:
+    """The master side of a pseudo-terminal: every byte the program wrote (``raw``), and keystrokes.
+
+    ``changed`` is set at each read; ``closed`` once the program closed its side.
+    Subclasses see each read through :meth:`feed`.
+    """
 
     def __init__(self, master: int) -> None:
         self.master = master
-        self.screen = pyte.Screen(COLUMNS, ROWS)
-        self.stream = pyte.ByteStream(self.screen)
         self.changed = asyncio.Event()
         self.closed = False
         self.raw = b""
         asyncio.get_running_loop().add_reader(master, self._readable)
+
+    def feed(self, data: bytes) -> None:
+        """Called with each chunk read (nothing by default)."""
 
     def _readable(self) -> None:
         try:
@@ -50,8 +55,33 @@ class Screen:
             self.closed = True
             asyncio.get_running_loop().remove_reader(self.master)
         self.raw += data
-        self.stream.feed(data)
+        self.feed(data)
         self.changed.set()
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    def close(self) -> None:
+        if not self.closed:
+            asyncio.get_running_loop().remove_reader(self.master)
+        os.close(self.master)
+
+
+def controlling_terminal() -> None:
+    """In the child, after ``setsid``: make its stdin (the pty slave) its controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Screen(PtyMaster):
+    """A :class:`PtyMaster` drawn on a ``pyte`` screen of ``ROWS`` x ``COLUMNS``."""
+
+    def __init__(self, master: int) -> None:
+        self.screen = pyte.Screen(COLUMNS, ROWS)
+        self.stream = pyte.ByteStream(self.screen)
+        super().__init__(master)
+
+    def feed(self, data: bytes) -> None:
+        self.stream.feed(data)
 
     @property
     def lines(self) -> list[str]:
@@ -77,19 +107,6 @@ class Screen:
     async def wait_for(self, marker: str, count: int = 1) -> None:
         await self.wait_until(lambda _lines: self.text.count(marker) >= count, f"{marker!r} x{count}")
 
-    def type(self, keys: bytes) -> None:
-        os.write(self.master, keys)
-
-    def close(self) -> None:
-        if not self.closed:
-            asyncio.get_running_loop().remove_reader(self.master)
-        os.close(self.master)
-
-
-def _controlling_terminal() -> None:
-    """In the child, after ``setsid``: make its stdin (the pty slave) its controlling terminal."""
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
 
 @asynccontextmanager
 async def chat_in_pty(
@@ -107,7 +124,7 @@ async def chat_in_pty(
         env={**env, "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)},
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=_controlling_terminal,
+        preexec_fn=controlling_terminal,
     )
     os.close(slave)
     screen = Screen(master)

@@ -11,7 +11,6 @@ reads the message; Ctrl-C at the question cancels the turn and the write.
 from __future__ import annotations
 
 import asyncio
-import errno
 import fcntl
 import json
 import os
@@ -26,34 +25,15 @@ from dsh.cli.approve import QUESTION
 from dsh.testing.wire import Finish as WireFinish
 from dsh.testing.wire import Reply, WireServer, text_reply, tool_call
 from tests.cli.helpers import DSH, child_env, log_of, session_files, turn_ends
+from tests.cli.pty_screen import PtyMaster, controlling_terminal
 
 pytestmark = pytest.mark.e2e
 
 ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-Za-z])")
 
 
-class Terminal:
-    """The master side of a pseudo-terminal: what the program drew (escapes removed) and keystrokes."""
-
-    def __init__(self, master: int) -> None:
-        self.master = master
-        self.raw = b""
-        self.changed = asyncio.Event()
-        self.closed = False
-        asyncio.get_running_loop().add_reader(master, self._readable)
-
-    def _readable(self) -> None:
-        try:
-            data = os.read(self.master, 65536)
-        except OSError as error:
-            if error.errno != errno.EIO:  # EIO: the program closed its side of the terminal
-                raise
-            data = b""
-        if not data:
-            self.closed = True
-            asyncio.get_running_loop().remove_reader(self.master)
-        self.raw += data
-        self.changed.set()
+class Terminal(PtyMaster):
+    """What the program drew (escapes removed) and keystrokes."""
 
     @property
     def text(self) -> str:
@@ -64,19 +44,6 @@ class Terminal:
             assert not self.closed, f"the program ended before showing {marker!r}:\n{self.text}"
             self.changed.clear()
             await self.changed.wait()
-
-    def type(self, keys: bytes) -> None:
-        os.write(self.master, keys)
-
-    def close(self) -> None:
-        if not self.closed:
-            asyncio.get_running_loop().remove_reader(self.master)
-        os.close(self.master)
-
-
-def controlling_terminal() -> None:
-    """In the child, after ``setsid``: make its stdin (the pty slave) its controlling terminal."""
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def write_call(call_id: str, path: Path) -> Reply:
