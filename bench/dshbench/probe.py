@@ -25,6 +25,13 @@ class Span:
 
     cpu: float = 0.0
     wall: float = 0.0
+    children: float = 0.0
+    """CPU of the child processes this process waited for during the region (bash commands)."""
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_kb() -> int:
@@ -62,12 +69,13 @@ class Probe:
         profiler = self._profiler
         if profiler is not None:
             profiler.enable()
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall, children = time.process_time(), time.perf_counter(), _children_cpu()
         try:
             yield span
         finally:
             span.cpu = time.process_time() - cpu
             span.wall = time.perf_counter() - wall
+            span.children = _children_cpu() - children
             if profiler is not None:
                 profiler.disable()
 

@@ -60,7 +60,7 @@ async def turn_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
             events = len(agent.session.events)
         finally:
             await ctx.dispose()
-    return {"cpu": span.cpu, "wall": span.wall, "peakRssKB": peak_rss_kb(), "events": events}
+    return {"cpu": span.cpu, "wall": span.wall, "children": span.children, "peakRssKB": peak_rss_kb(), "events": events}
 
 
 async def chunks_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
