@@ -209,11 +209,16 @@ class TerminalView:
         The displays running stop with what they show left on screen, the line follows,
         and the spinner that ran starts again below it (the stream goes on there).
         """
-        resume = self._spinning if self._status is not None or self._live is not None else ""
-        self._settle()
-        self.console.print(Text(f"› {line}", style="bold cyan"))
+        self._print_user_line(line, resume_after_live=True)
         if self.agent.status == "running":  # it becomes a steering message: not to be shown twice
             self._typed.append(line)
+
+    def _print_user_line(self, line: str, *, resume_after_live: bool) -> None:
+        """``line`` as the user's on a line of its own; the spinner that ran starts again below it."""
+        running = self._status is not None or (resume_after_live and self._live is not None)
+        resume = self._spinning if running else ""
+        self._settle()
+        self.console.print(Text(f"› {line}", style="bold cyan"))
         if resume:
             self._spin(resume)
 
@@ -287,11 +292,7 @@ class TerminalView:
             if said in self._typed:  # typed() showed it already
                 self._typed.remove(said)
                 return
-            resume = self._spinning if self._status is not None else ""
-            self._settle()
-            self.console.print(Text(f"› {said}", style="bold cyan"))
-            if resume:
-                self._spin(resume)
+            self._print_user_line(said, resume_after_live=False)
 
     def on_turn_end(self, agent: Agent, turn: int, reason: TurnEndReason) -> None:
         if agent is not self.agent:

@@ -85,6 +85,12 @@ async def test_the_session_folder_keeps_under_its_total_cap_oldest_first(load: L
     folder = root / SESSION_FILES / "s-2" / "bash"
     assert sorted(folder.iterdir()) == sorted(paths[2:])  # the two oldest are gone
     assert sum(path.stat().st_size for path in folder.iterdir()) <= 250_000
+    planted = folder / "planted.log"  # over the cap, but a command that spills nothing leaves the folder alone
+    planted.write_bytes(b"x" * 300_000)
+    quiet = await bash.run(bash.resolve(BashExecRequest(command="echo short", agent=agent)))
+    assert quiet.stdout.spill_path is None
+    assert sorted(folder.iterdir()) == sorted([*paths[2:], planted])
+    planted.unlink()
     task = bash.start(bash.resolve(BashExecRequest(command="seq 1 30000", agent=agent)))
     await task.done
     read = bash.read_output(task.id)

@@ -260,8 +260,10 @@ class LocalBashExecutor(BashExecutor):
         self._processes.discard(process)
         if process.lingering:
             self._lingering.add(process)
-        if spill_dir is not None:  # the session folder's total cap; this command's files stay
-            keep = {path for path in (process.stdout.spill_path, process.stderr.spill_path) if path is not None}
+        if spill_dir is None:
+            return
+        keep = {path for path in (process.stdout.spill_path, process.stderr.spill_path) if path is not None}
+        if keep:  # the folder grew: back under its total cap, this command's files kept
             prune_spills(spill_dir, math.ceil(self.config.max_session_spill_bytes), keep)
 
     def _prune(self) -> None:
