@@ -68,15 +68,16 @@ async def test_grep_caps_its_matches(stack: Stack) -> None:
 
 
 async def test_ripgrep_runs_capped_and_abortable(tmp_path: Path) -> None:
-    touch(tmp_path / "t.txt", "hit\n" * 1000)
-    capped = await run_ripgrep(ripgrep_args("hit", ".", None), str(tmp_path), None, cap=100)
+    touch(tmp_path / "big.txt", "hit\n" * 200_000)  # more than a pipe holds: ripgrep is still writing at the cap
+    capped = await run_ripgrep(ripgrep_args("hit", "big.txt", None), str(tmp_path), None, cap=100)
     assert capped.truncated is True
     assert 0 < len(capped.matches) < 20
+    touch(tmp_path / "t.txt", "hit\n" * 1000)
     controller = AbortController()
     controller.abort("stop")
     with pytest.raises(HarnessError, match="search aborted"):
-        await run_ripgrep(ripgrep_args("hit", ".", None), str(tmp_path), controller.signal)
-    done = await run_ripgrep(ripgrep_args("hit", ".", None), str(tmp_path), AbortController().signal)
+        await run_ripgrep(ripgrep_args("hit", "t.txt", None), str(tmp_path), controller.signal)
+    done = await run_ripgrep(ripgrep_args("hit", "t.txt", None), str(tmp_path), AbortController().signal)
     assert len(done.matches) == 1000
     assert done.exit_code == 0
 
