@@ -190,6 +190,25 @@ def test_parses_every_known_event_type_into_its_class(kind: str, data: Any) -> N
     assert parse_session_event_line(line.encode()) == parsed
 
 
+@pytest.mark.parametrize(("kind", "data"), VALID, ids=[f"{kind}-{index}" for index, (kind, _) in enumerate(VALID)])
+def test_no_event_or_value_inside_it_is_tracked_by_the_cycle_collector(kind: str, data: Any) -> None:
+    import gc
+
+    def structs(value: Any) -> Iterator[msgspec.Struct]:
+        if isinstance(value, msgspec.Struct):
+            yield value
+            for name in value.__struct_fields__:
+                yield from structs(getattr(value, name))
+        elif isinstance(value, tuple):
+            for item in value:
+                yield from structs(item)
+
+    parsed = parse_session_event(raw(kind, 3, data, time=1_700_000_000_000))
+    found = list(structs(parsed))
+    assert len(found) >= 2  # the event and its payload at least
+    assert [value for value in found if gc.is_tracked(value)] == []
+
+
 OPEN: list[tuple[str, Any]] = [
     ("plugin/custom", {"anything": [1, {"goes": None}]}),
     ("plugin/none", None),

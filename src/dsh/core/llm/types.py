@@ -14,6 +14,12 @@ Code that ``match``\\es over them must fall through on anything else.
 
 Construction does not check types (that is the decoder's job at the edge, see
 :mod:`dsh.core.llm.codec`); build values with the right types.
+
+The values are not tracked by the cycle collector (``gc=False``): a session holds
+every chunk it streamed, and scanning them made collector pauses grow with the
+number of agents. So a value must never be part of a reference cycle: its fields
+hold values, tuples, and JSON data (``dict``/``list``) built for it, never a
+container that refers back to the value.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ Unknown: TypeAlias = Raw
 """A variant of an open union this version does not know: its exact JSON, written back as is."""
 
 
-class _Block(Struct, frozen=True, tag_field="type", rename="camel"):
+class _Block(Struct, frozen=True, gc=False, tag_field="type", rename="camel"):
     """Base of the content blocks (not itself a block)."""
 
 
@@ -72,12 +78,12 @@ class ImageBlock(_Block, frozen=True, tag="image"):
 ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock | Unknown
 
 
-class Message(Struct, frozen=True):
+class Message(Struct, frozen=True, gc=False):
     role: Role
     content: tuple[ContentBlock, ...]
 
 
-class _Source(Struct, frozen=True, tag_field="kind", rename="camel"):
+class _Source(Struct, frozen=True, gc=False, tag_field="kind", rename="camel"):
     """Base of the message sources."""
 
 
@@ -96,7 +102,7 @@ class AgentSource(_Source, frozen=True, tag="agent"):
 MessageSource: TypeAlias = UserSource | PluginSource | AgentSource | Unknown
 
 
-class _Finish(Struct, frozen=True, tag_field="kind"):
+class _Finish(Struct, frozen=True, gc=False, tag_field="kind"):
     """Base of the finish reasons."""
 
 
@@ -129,7 +135,7 @@ class ErrorFinish(_Finish, frozen=True, tag="error", rename="camel"):
 FinishReason: TypeAlias = StopFinish | ToolCallsFinish | MaxTokensFinish | AbortedFinish | ErrorFinish | Unknown
 
 
-class TokenUsage(Struct, frozen=True, rename="camel"):
+class TokenUsage(Struct, frozen=True, gc=False, rename="camel"):
     """Disjoint token counts: billed input = input + cache_read + cache_write."""
 
     input_tokens: Count
@@ -139,7 +145,7 @@ class TokenUsage(Struct, frozen=True, rename="camel"):
     reasoning_tokens: Count | UnsetType = UNSET
 
 
-class ToolSchema(Struct, frozen=True):
+class ToolSchema(Struct, frozen=True, gc=False):
     """A tool as the model sees it; ``parameters`` is a JSON Schema object (do not mutate it)."""
 
     name: str
@@ -148,7 +154,7 @@ class ToolSchema(Struct, frozen=True):
     strict: bool | UnsetType = UNSET
 
 
-class _Chunk(Struct, frozen=True, tag_field="type", rename="camel"):
+class _Chunk(Struct, frozen=True, gc=False, tag_field="type", rename="camel"):
     """Base of the stream chunks."""
 
 

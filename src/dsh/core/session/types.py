@@ -12,6 +12,11 @@ a plugin that wants typed events of its own subclasses :class:`SessionEventBase`
 and registers the class (:func:`dsh.core.session.codec.register_event_type`).
 Nested open unions (blocks, sources, triggers, reasons) may hold ``Unknown``
 values, kept exactly as read (SPEC §0.6).
+
+Like the values of :mod:`dsh.core.llm.types`, events and their payloads are not
+tracked by the cycle collector (``gc=False``) and must never be part of a
+reference cycle (a plugin's own event types inherit this from
+:class:`SessionEventBase`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ SessionId: TypeAlias = str
 SESSION_FORMAT_VERSION = 1
 
 
-class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
+class SessionHeader(Struct, frozen=True, gc=False, kw_only=True, rename="camel"):
     """Immutable out-of-log metadata; ``cwd`` is absolute when present.
 
     A fork's header names its source (``parent_session``) and how many of its first
@@ -53,7 +58,7 @@ class SessionHeader(Struct, frozen=True, kw_only=True, rename="camel"):
     delegation_depth: Count | UnsetType = UNSET
 
 
-class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
+class SessionMeta(Struct, frozen=True, gc=False, kw_only=True, rename="camel"):
     """What a creator may say about a new session's header."""
 
     cwd: str | UnsetType = UNSET
@@ -66,7 +71,7 @@ class SessionMeta(Struct, frozen=True, kw_only=True, rename="camel"):
 
 
 # ------------------------------------------------------------------ triggers
-class _Trigger(Struct, frozen=True, tag_field="kind"):
+class _Trigger(Struct, frozen=True, gc=False, tag_field="kind"):
     """Base of the turn triggers."""
 
 
@@ -86,7 +91,7 @@ TurnTrigger: TypeAlias = MessageTrigger | ContinuationTrigger | InjectionTrigger
 
 
 # ---------------------------------------------------------- turn-end reasons
-class _Reason(Struct, frozen=True, tag_field="kind"):
+class _Reason(Struct, frozen=True, gc=False, tag_field="kind"):
     """Base of the turn-end reasons."""
 
 
@@ -140,7 +145,7 @@ TurnEndReason: TypeAlias = (
 
 
 # ------------------------------------------------------------------ payloads
-class _Data(Struct, frozen=True, rename="camel"):
+class _Data(Struct, frozen=True, gc=False, rename="camel"):
     """Base of the event payloads."""
 
 
@@ -188,7 +193,7 @@ class ToolCallData(_Data, frozen=True):
     arguments: str
 
 
-class ToolErrorInfo(Struct, frozen=True):
+class ToolErrorInfo(Struct, frozen=True, gc=False):
     name: str
     code: str
 
@@ -221,7 +226,7 @@ class ErrorData(_Data, frozen=True):
     code: str | UnsetType = UNSET
 
 
-class PrunedResult(Struct, frozen=True, kw_only=True, rename="camel"):
+class PrunedResult(Struct, frozen=True, gc=False, kw_only=True, rename="camel"):
     """An old ``tool/result`` the model sees shortened from a ``compaction`` on.
 
     ``original_seq`` is the logged result (kept in the log as it was); ``content`` is
@@ -263,7 +268,7 @@ class CompactionData(_Data, frozen=True, kw_only=True, omit_defaults=True):
 
 
 # -------------------------------------------------------------------- events
-class SessionEventBase(Struct, frozen=True, tag_field="type"):
+class SessionEventBase(Struct, frozen=True, gc=False, tag_field="type"):
     """One log record: ``seq`` is its index (contiguous from 0), ``time`` epoch ms.
 
     Subclasses set ``tag=<event type>`` and declare ``data``; the session fills
@@ -337,7 +342,7 @@ class CompactionEvent(SessionEventBase, frozen=True, tag="compaction"):
     data: CompactionData
 
 
-class ModelSelectData(Struct, frozen=True, rename="camel"):
+class ModelSelectData(Struct, frozen=True, gc=False, rename="camel"):
     """The model a session switched to; its later model requests use it."""
 
     model: str
@@ -363,7 +368,7 @@ def logged_model(events: Sequence[SessionEvent]) -> str | None:
     return None
 
 
-class UntypedEvent(Struct, frozen=True):
+class UntypedEvent(Struct, frozen=True, gc=False):
     """An event of a type no registered class defines; ``data`` is its JSON (do not mutate it)."""
 
     type: str
