@@ -13,8 +13,8 @@ text and arrival time; the stamps are read after the measured region, so the
 measurement costs the measured process as little as it can. The DeepSeek adapter
 gets a connection pool without a cap (its shipped session allows 100 connections,
 which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
-session's timeouts (:data:`~dsh.adapters.deepseek.transport.READ_TIMEOUT` per read,
-no total). The bare reader uses the same session settings.
+session's timeouts (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total;
+the adapter bounds each read itself). The bare reader uses the same session settings.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from dsh.adapters.deepseek import DeepSeekAdapter
-from dsh.adapters.deepseek.transport import CONNECT_TIMEOUT, READ_TIMEOUT
+from dsh.adapters.deepseek.transport import CONNECT_TIMEOUT
 from dsh.agent_loop import AGENT_LOOP
 from dsh.core.agent import AgentOptions
 from dsh.core.llm import LLM, TextDeltaChunk, text
@@ -36,10 +36,10 @@ from dshbench.stack import MODEL, StackOptions, boot
 
 
 def _http_session() -> Any:
-    """An uncapped pool with the adapter's shipped timeouts (no total, a bound per read)."""
+    """An uncapped pool with the adapter's shipped session timeouts (no total, a connect bound)."""
     import aiohttp
 
-    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT)
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout)
 
 

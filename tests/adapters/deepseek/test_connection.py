@@ -20,7 +20,7 @@ from dsh.adapters.deepseek import DeepSeekAdapter
 from dsh.core.errors import LlmError
 from dsh.core.llm import BlockEndChunk, BlockStartChunk, FinishChunk, StopFinish, StreamChunk, TextBlock, TextDeltaChunk
 from dsh.kernel import AbortController, AbortError
-from dsh.testing.wire import Raw, RawBytes, RawResponse, Reply, TextDelta, WireServer, text_reply
+from dsh.testing.wire import Raw, RawBytes, RawResponse, Reply, Silence, TextDelta, WireServer, text_reply
 from tests.adapters.deepseek.helpers import FakeResponse, collect, fake_session, kinds, options, source
 
 KEY = "sk-test"
@@ -251,3 +251,58 @@ async def test_an_unexpected_failure_while_draining_after_DONE_does_not_fail_the
     chunks = await stream_body(response)
     assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
     assert response.closed
+
+
+async def test_a_server_that_never_answers_fails_NETWORK_after_the_read_bound() -> None:
+    """no head within read_timeout: NETWORK naming the URL, its cause a TimeoutError; no connection left open"""
+    async with (
+        WireServer([Silence()]) as server,
+        DeepSeekAdapter(KEY, server.base_url, read_timeout=0.2) as adapter,
+    ):
+        with pytest.raises(LlmError) as caught:
+            await collect(adapter.stream(options()))
+        assert caught.value.code == "NETWORK"
+        assert server.base_url in str(caught.value)
+        assert "no data for 0.2 s" in str(caught.value)
+        assert isinstance(caught.value.cause, TimeoutError)
+        await server.wait_for_connections(0)
+
+
+async def test_a_body_that_stalls_fails_STREAM_CLOSED_after_the_chunks_before_it() -> None:
+    """the events sent, then nothing for read_timeout: those chunks, then STREAM_CLOSED (a TimeoutError)"""
+    seen: list[StreamChunk] = []
+    async with (
+        WireServer([Reply([TextDelta("a"), TextDelta("b")], ending="stall")]) as server,
+        DeepSeekAdapter(KEY, server.base_url, read_timeout=0.2) as adapter,
+    ):
+        with pytest.raises(LlmError) as caught:
+            async for chunk in adapter.stream(options()):
+                seen.append(chunk)
+        assert caught.value.code == "STREAM_CLOSED"
+        assert "stalled: no data for 0.2 s" in str(caught.value)
+        assert isinstance(caught.value.cause, TimeoutError)
+        assert [chunk.text for chunk in seen if type(chunk) is TextDeltaChunk] == ["a", "b"]
+        await server.wait_for_connections(0)
+
+
+async def test_a_stream_longer_than_the_read_bound_whose_reads_each_come_in_time_completes() -> None:
+    """the bound is per read, not per stream: 8 events 0.05 s apart under a 0.15 s bound all arrive"""
+    reply = Reply([TextDelta(str(n)) for n in range(8)])
+    async with (
+        WireServer([reply], pace=0.05) as server,
+        DeepSeekAdapter(KEY, server.base_url, read_timeout=0.15) as adapter,
+    ):
+        chunks = await collect(adapter.stream(options()))
+    assert "".join(chunk.text for chunk in chunks if type(chunk) is TextDeltaChunk) == "01234567"
+    assert chunks[-1] == FinishChunk(reason=StopFinish())
+
+
+async def test_the_read_bound_does_not_cut_the_drain_after_DONE() -> None:
+    """once [DONE] settled the stream, only drain_timeout bounds the tail: a shorter read bound changes nothing"""
+    async with (
+        WireServer([DONE_THEN_STALL]) as server,
+        DeepSeekAdapter(KEY, server.base_url, drain_timeout=0.3, read_timeout=0.05) as adapter,
+    ):
+        chunks = await collect(adapter.stream(options()))
+        assert kinds(chunks) == ["block-start", "text-delta", "block-end", "finish"]
+        await server.wait_for_connections(0)

@@ -28,6 +28,14 @@ for at most ``drain_timeout`` seconds; the stream ends once it has. The pump the
 *closes* the response, which drops the connection unless the body was complete: a
 half-read connection is never pooled.
 
+Read bound: each wait of the answer -- for the head, then for each piece of the body --
+may last at most ``read_timeout`` seconds (:data:`READ_TIMEOUT`); a longer one fails the
+stream: ``NETWORK`` before the head arrived, ``STREAM_CLOSED`` (its cause a
+``TimeoutError``) after. The bound is the exchange's own, not aiohttp's ``sock_read``
+(which re-arms a timer for every piece read): the exchange notes the loop clock at each
+piece and keeps one timer, re-armed only when it fires, for the last piece plus the
+bound. A caller's session keeps its own timeouts on top.
+
 Cancellation: the options' abort signal cancels the pump at once -- while connecting,
 waiting for headers, stalled in a body read or draining -- and the iteration raises the
 kernel's ``AbortError`` carrying the signal's reason. The consumer's early ``aclose()``
@@ -48,7 +56,14 @@ from typing import TYPE_CHECKING
 from dsh.adapters.deepseek.serialize import ReasoningEffort, RequestDefaults, Thinking, encode_request
 from dsh.adapters.deepseek.sse import SseParser
 from dsh.adapters.deepseek.translate import StreamTranslator
-from dsh.adapters.deepseek.transport import env_proxy, load_ssl_context, network_error, new_session, warm_up
+from dsh.adapters.deepseek.transport import (
+    READ_TIMEOUT,
+    env_proxy,
+    load_ssl_context,
+    network_error,
+    new_session,
+    warm_up,
+)
 from dsh.core.errors import CONTEXT_WINDOW_EXCEEDED, LlmError, is_context_window_exceeded, retry_after_seconds
 from dsh.core.llm import GenerateOptions, LlmAdapter, StreamChunk
 from dsh.core.redact import redact_secrets, register_secret
@@ -144,6 +159,7 @@ class _Exchange:
         content: bytes,
         signal: AbortSignal | None,
         drain_timeout: float,
+        read_timeout: float,
     ) -> None:
         self._ready: list[StreamChunk] = []
         self._failure: Exception | None = None
@@ -157,6 +173,13 @@ class _Exchange:
         self._parser = SseParser()
         self._translator = StreamTranslator()
         self._drain_timeout = drain_timeout
+        self._url = url
+        self._head = False
+        loop = asyncio.get_running_loop()
+        self._clock = loop.time
+        self._read_timeout = read_timeout
+        self._last_read = loop.time()
+        self._bound = loop.call_at(self._last_read + read_timeout, self._check_bound)
         self._pump = asyncio.ensure_future(self._run(session, tls, proxy, url, headers, content))
         self._unhook = signal.add_callback(self._on_abort) if signal is not None else None
 
@@ -199,6 +222,7 @@ class _Exchange:
                     await asyncio.wait((self._pump,))
                     raise
         finally:
+            self._bound.cancel()
             if self._unhook is not None:
                 self._unhook()
 
@@ -215,6 +239,27 @@ class _Exchange:
         self._abort = AbortError(self._signal.reason)
         self._stop()
         self._wake()
+
+    def _check_bound(self) -> None:
+        """The read bound's timer: fail the stream after ``read_timeout`` without a piece, else re-arm."""
+        if self._settled or self._stopped:
+            return
+        due = self._last_read + self._read_timeout
+        if self._clock() < due:
+            self._bound = asyncio.get_running_loop().call_at(due, self._check_bound)
+            return
+        waited = f"no data for {self._read_timeout:g} s"
+        if self._head:
+            error = LlmError(f"DeepSeek API stream stalled: {waited}", "STREAM_CLOSED", cause=TimeoutError(waited))
+        else:
+            error = LlmError(
+                f"DeepSeek API request to {self._url} got no answer: {waited} "
+                "(check baseURL / $DEEPSEEK_BASE_URL and the network)",
+                "NETWORK",
+                cause=TimeoutError(waited),
+            )
+        self._fail(error)
+        self._stop()
 
     def _stop(self) -> None:
         if not self._stopped:
@@ -261,9 +306,12 @@ class _Exchange:
 
         if not 200 <= response.status < 300:
             raise await _api_error(response)
+        self._head = True
+        self._last_read = self._clock()
         content = response.content
         try:
             while data := await content.readany():
+                self._last_read = self._clock()
                 if self._feed(data):
                     break
             else:
@@ -316,13 +364,14 @@ class DeepSeekAdapter(LlmAdapter):
     ``models`` records the names this adapter is meant to serve (the plugin registers
     them); the model of each call is ``options.model``. ``thinking`` and
     ``reasoning_effort`` are sent on every request when set. ``drain_timeout`` bounds
-    the read of a body's tail after ``[DONE]`` (see the module docstring). Each request
+    the read of a body's tail after ``[DONE]``, ``read_timeout`` each wait for the head or a
+    piece of the body (see the module docstring). Each request
     body is built and encoded from the options by
     :func:`~dsh.adapters.deepseek.serialize.encode_request`.
 
     Without ``session`` the adapter owns one ``aiohttp.ClientSession``, created on the
     first stream (:func:`~dsh.adapters.deepseek.transport.new_session`:
-    :data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`), and sends through the proxy the
+    :data:`CONNECT_TIMEOUT`), and sends through the proxy the
     environment names for its URL at that moment
     (:func:`~dsh.adapters.deepseek.transport.env_proxy`). A given session stays the
     caller's to close, and its own timeouts and proxy settings apply. Either way ``https``
@@ -341,12 +390,14 @@ class DeepSeekAdapter(LlmAdapter):
         reasoning_effort: ReasoningEffort | None = None,
         session: aiohttp.ClientSession | None = None,
         drain_timeout: float = DRAIN_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         register_secret(api_key)
         self.base_url = base_url
         self.models = tuple(models)
         self.defaults = RequestDefaults(thinking, reasoning_effort)
         self.drain_timeout = drain_timeout
+        self.read_timeout = read_timeout
         self._headers = {
             "authorization": f"Bearer {api_key}",
             "content-type": "application/json",
@@ -434,7 +485,15 @@ class DeepSeekAdapter(LlmAdapter):
             signal.throw_if_aborted()
         session = self._http()
         exchange = _Exchange(
-            session, self._tls, self._proxy, self.url, self._headers, content, signal, self.drain_timeout
+            session,
+            self._tls,
+            self._proxy,
+            self.url,
+            self._headers,
+            content,
+            signal,
+            self.drain_timeout,
+            self.read_timeout,
         )
         try:
             while batch := await exchange.take():

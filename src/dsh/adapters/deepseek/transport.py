@@ -1,7 +1,9 @@
 """The DeepSeek adapter's HTTP transport: an ``aiohttp`` session, its TLS context, its failures.
 
 :func:`new_session` builds the ONE ``aiohttp.ClientSession`` an adapter owns: a keep-alive
-pool and the timeouts :data:`CONNECT_TIMEOUT` and :data:`READ_TIMEOUT`. :func:`env_proxy`
+pool and the bound :data:`CONNECT_TIMEOUT`; :data:`READ_TIMEOUT` is the adapter's own
+bound on each read (aiohttp's ``sock_read`` would re-arm a timer for every piece of a
+streamed body). :func:`env_proxy`
 reads the proxy of the adapter's URL from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``
 (credentials from the proxy URL or ``~/.netrc``), once, when that session is created:
 aiohttp's own ``trust_env`` would look them up in a worker thread on every request, which
@@ -34,14 +36,16 @@ CONNECT_TIMEOUT = 30.0
 """Seconds to open a connection (TCP, TLS handshake, proxy tunnel), waiting for a free pool slot included."""
 
 READ_TIMEOUT = 300.0
-"""Seconds each read of the answer may wait (the head included): thinking can be slow."""
+"""Seconds each read of the answer may wait (the head included): thinking can be slow.
+
+The adapter keeps this bound itself (``DeepSeekAdapter(read_timeout=...)``)."""
 
 
 def new_session() -> aiohttp.ClientSession:
-    """A keep-alive session with proxies from the environment and the adapter's timeouts (call it on the loop)."""
+    """A keep-alive session bounding each connection by :data:`CONNECT_TIMEOUT` (call it on the loop)."""
     import aiohttp  # here, not at module level: importing aiohttp costs more than the rest of the adapter
 
-    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+    timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT)
     return aiohttp.ClientSession(timeout=timeout)
 
 
