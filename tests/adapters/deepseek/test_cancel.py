@@ -175,7 +175,8 @@ async def test_body_bytes_that_land_while_the_consumer_is_cancelled_are_dropped(
     consumer: list[asyncio.Task[object]] = []
 
     async def body() -> AsyncIterator[bytes]:
-        consumer[0].cancel()
+        consumer[0].cancel()  # the consumer is cancelled while it waits for these bytes
+        await asyncio.sleep(0)
         yield b'data: {"choices":[]}\n\n'
 
     async def network(url: str) -> FakeResponse:
@@ -195,3 +196,36 @@ async def test_a_signal_that_never_fires_changes_nothing() -> None:
         chunks = await collect(adapter.stream(options(signal=controller.signal)))
         assert kinds(chunks) == ["block-start", "text-delta", "text-delta", "block-end", "finish"]
         controller.abort("after the fact")  # nothing listens any more; nothing breaks
+
+
+async def test_a_consumer_cancelled_again_while_the_request_unwinds_still_waits_for_it() -> None:
+    """a second cancellation during aclose's wait for the request to unwind: the request still ends first"""
+    waiting = asyncio.Event()
+    unwinding = asyncio.Event()
+    release = asyncio.Event()
+    ended: list[str] = []
+
+    async def network(url: str) -> FakeResponse:
+        try:
+            waiting.set()
+            await asyncio.Event().wait()  # no answer, ever
+        except asyncio.CancelledError:
+            unwinding.set()
+            await release.wait()  # a slow unwind (a proxy tunnel closing, say)
+            ended.append("unwound")
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover - the wait above never returns
+
+    async with DeepSeekAdapter(KEY, "http://deepseek.test", session=fake_session(network)) as adapter:
+        task = asyncio.ensure_future(collect(adapter.stream(options(signal=AbortController().signal))))
+        await waiting.wait()
+        task.cancel()  # the consumer gives up: aclose cancels the request and waits for it
+        await unwinding.wait()
+        task.cancel()  # and is cancelled again while it waits
+        await asyncio.sleep(0)
+        assert not task.done()  # still waiting for the request to end
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert ended == ["unwound"]
+    assert other_tasks() == set()

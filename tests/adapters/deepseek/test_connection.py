@@ -1,6 +1,6 @@
 """Connection reuse and body draining of DeepSeek streams, over real HTTP against the wire server.
 
-A completed stream must hand its connection back to the pool: the pump reads the rest
+A completed stream must hand its connection back to the pool: closing the stream reads the rest
 of the body after ``[DONE]`` (bounded by ``drain_timeout``) before it closes the
 response. Before this was so, every call opened a new connection and the 101st call of
 a process waited 30 s for its HTTP client's pool and failed. aiohttp pools a
@@ -111,7 +111,7 @@ async def test_an_abort_while_draining_drops_the_connection_at_once() -> None:
 
 
 async def test_cancelling_the_consumer_while_draining_drops_the_connection() -> None:
-    """task cancellation during the tail read stops the pump and closes the connection"""
+    """task cancellation during the tail read stops the read and closes the connection"""
     async with (
         WireServer([DONE_THEN_STALL]) as server,
         DeepSeekAdapter(KEY, server.base_url, drain_timeout=50.0) as adapter,

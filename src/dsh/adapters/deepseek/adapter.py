@@ -17,30 +17,33 @@ and turns the event stream into chunks. Failures raise ``LlmError`` while iterat
 * a malformed payload: ``MALFORMED_RESPONSE``; a ``prefill`` option: ``UNSUPPORTED``.
 
 HTTP is one ``aiohttp.ClientSession`` per adapter (see
-:mod:`dsh.adapters.deepseek.transport`). The exchange runs in a pump task owned by the
-stream: it reads the body, parses the events and translates them as each piece arrives,
-and hands the chunks to the consumer in batches (one wake-up per read, not per event).
+:mod:`dsh.adapters.deepseek.transport`). A connect task owned by the stream sends the
+request and waits for the answer's head; from then on the consumer reads the body
+itself, one piece per wake-up, parsing and translating each piece as it arrives into a
+batch of chunks (no task in between: a piece costs one wake-up, not two).
 
 Connection reuse: aiohttp returns a connection to the pool when its body has been read
 to the end. Once the outcome of a stream is known (``[DONE]`` or a malformed payload),
-the pump goes on reading the rest of the body -- normally just the chunked terminator --
-for at most ``drain_timeout`` seconds; the stream ends once it has. The pump then
-*closes* the response, which drops the connection unless the body was complete: a
-half-read connection is never pooled.
+closing the stream reads the rest of the body -- normally just the chunked terminator,
+already there -- for at most ``drain_timeout`` seconds, then *closes* the response,
+which drops the connection unless the body was complete: a half-read connection is
+never pooled.
 
 Read bound: each wait of the answer -- for the head, then for each piece of the body --
 may last at most ``read_timeout`` seconds (:data:`READ_TIMEOUT`); a longer one fails the
 stream: ``NETWORK`` before the head arrived, ``STREAM_CLOSED`` (its cause a
 ``TimeoutError``) after. The bound is the exchange's own, not aiohttp's ``sock_read``
-(which re-arms a timer for every piece read): the exchange notes the loop clock at each
-piece and keeps one timer, re-armed only when it fires, for the last piece plus the
-bound. A caller's session keeps its own timeouts on top.
+(which re-arms a timer for every piece read): the exchange notes the loop clock when a
+wait starts and keeps one timer, re-armed only when it fires. A caller's session keeps
+its own timeouts on top.
 
-Cancellation: the options' abort signal cancels the pump at once -- while connecting,
-waiting for headers, stalled in a body read or draining -- and the iteration raises the
+Cancellation: the options' abort signal stops the exchange at once -- while connecting,
+waiting for the head, stalled in a body read or draining: it cancels the connect task or
+closes the response (which wakes a pending read) -- and the iteration raises the
 kernel's ``AbortError`` carrying the signal's reason. The consumer's early ``aclose()``
-and task cancellation stop the pump the same way, and the stream returns only after the
-pump closed the response, so a cancelled stream never holds a pooled connection.
+and task cancellation end the exchange the same way, and the stream returns only after
+the connect task ended and the response was closed, so a cancelled stream never holds a
+pooled connection.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ Proxy = tuple["URL | None", "dict[str, str] | None"]
 """A request's proxy and the headers for it (``(None, None)``: the session decides)."""
 
 TlsSetup = Callable[[], Awaitable[ssl.SSLContext]]
-"""How a pump gets the TLS context of an ``https`` request."""
+"""How a connect task gets the TLS context of an ``https`` request."""
 
 PUBLIC_BASE_URL = "https://api.deepseek.com"
 """The provider's public endpoint (the default base URL)."""
@@ -133,20 +136,22 @@ def _stream_closed(cause: Exception | None = None) -> LlmError:
 
 
 class _Exchange:
-    """One HTTP exchange, run by a pump task that hands batches of chunks to the consumer.
+    """One HTTP exchange: a connect task gets the answer's head, the consumer reads the body.
 
-    The pump owns the response from start to end: it sends the request, parses and
-    translates the body as pieces arrive, appends the chunks to :attr:`_ready` and wakes
-    the consumer (waiting in :meth:`take`), and always closes the response. Once the
-    outcome is known -- the end, or a failure delivered to the consumer -- the exchange is
-    *settled*; after ``[DONE]`` the pump drains the rest of the body (bounded) before it
-    closes the response, so the connection goes back to the pool.
+    The connect task sends the request and waits for the head (an error status is read
+    and failed there, its response closed). From the head on, the consumer reads the
+    body itself in :meth:`take`: one wake-up per piece read, which it parses and
+    translates into a batch of chunks. Once the outcome is known -- the end, or a failure
+    -- the exchange is *settled*; :meth:`aclose` then drains the rest of a body whose
+    outcome came from the body itself (bounded by the drain timeout) before it closes the
+    response, so the connection goes back to the pool.
 
     Stopping -- an abort, the consumer's ``aclose()`` before the stream settled, task
-    cancellation -- cancels the pump once, which unwinds the HTTP call in progress (a
-    cancelled request or read closes its connection); :meth:`aclose` waits for the pump,
-    so no connection outlives the stream. Closing the response awaits nothing, so no
-    cancellation can land half-way through it.
+    cancellation -- cancels the connect task (which unwinds the HTTP call in progress)
+    or closes the response (which wakes a pending read with a connection error), so no
+    connection outlives the stream: :meth:`aclose` waits for the connect task and always
+    closes the response. Closing the response awaits nothing, so no cancellation can
+    land half-way through it.
     """
 
     def __init__(
@@ -167,20 +172,20 @@ class _Exchange:
         self._settled = False
         self._abort: AbortError | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._response: aiohttp.ClientResponse | None = None
         self._signal = signal
-        self._stopped = False
         self._received = False
+        self._reading = False
         self._parser = SseParser()
         self._translator = StreamTranslator()
         self._drain_timeout = drain_timeout
         self._url = url
-        self._head = False
         loop = asyncio.get_running_loop()
         self._clock = loop.time
         self._read_timeout = read_timeout
-        self._last_read = loop.time()
-        self._bound = loop.call_at(self._last_read + read_timeout, self._check_bound)
-        self._pump = asyncio.ensure_future(self._run(session, tls, proxy, url, headers, content))
+        self._waited_from = loop.time()
+        self._bound = loop.call_at(self._waited_from + read_timeout, self._check_bound)
+        self._connect = asyncio.ensure_future(self._run(session, tls, proxy, url, headers, content))
         self._unhook = signal.add_callback(self._on_abort) if signal is not None else None
 
     # ------------------------------------------------------------------ consumer side
@@ -190,10 +195,10 @@ class _Exchange:
         return self._abort
 
     async def take(self) -> list[StreamChunk]:
-        """The chunks that arrived since the last call (waiting for some); ``[]`` once the stream ended.
+        """The chunks of the next piece of the body (reading it); ``[]`` once the stream ended.
 
-        Raises the pump's failure after the chunks that preceded it, or ``AbortError``
-        as soon as the signal fired.
+        Raises the failure after the chunks that preceded it, or ``AbortError`` as soon
+        as the signal fired.
         """
         while True:
             if self._abort is not None:
@@ -206,27 +211,65 @@ class _Exchange:
                 raise self._failure
             if self._ended:
                 return []
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            await waiter
+            response = self._response
+            if response is None:  # the head is on its way
+                waiter = self._waiter = asyncio.get_running_loop().create_future()
+                await waiter
+            else:
+                await self._read(response)
+
+    async def _read(self, response: aiohttp.ClientResponse) -> None:
+        """Read one piece of the body and translate it (a failure is kept for :meth:`take`)."""
+        from aiohttp import ClientError
+
+        self._waited_from = self._clock()
+        self._reading = True
+        try:
+            data = await response.content.readany()
+        except ClientError as error:  # cut off, or closed by an abort or the read bound
+            self._fail(_stream_closed(error))
+            return
+        finally:
+            self._reading = False
+        if data:
+            self._feed(data)
+        else:
+            self._finish()
 
     async def aclose(self) -> None:
-        """Stop the pump unless the stream settled, then wait until it has closed the response."""
+        """Stop the connect task, drain a body whose outcome is known, close the response."""
         try:
-            if not self._settled:
-                self._stop()
-            if not self._pump.done():
+            if not self._connect.done():
+                self._connect.cancel()
                 try:
-                    await asyncio.wait((self._pump,))
-                except asyncio.CancelledError:  # cancelled while the pump drains: stop it at once
-                    self._stop()
-                    await asyncio.wait((self._pump,))
+                    await asyncio.wait((self._connect,))
+                except asyncio.CancelledError:  # cancelled again while it unwinds: still let it end first
+                    await asyncio.wait((self._connect,))
                     raise
+            response = self._response
+            if response is not None:
+                self._response = None
+                try:
+                    if self._settled and self._abort is None and not response.content.at_eof():
+                        await self._drain(response)
+                finally:
+                    response.close()  # awaits nothing; drops the connection unless the body was read to its end
         finally:
             self._bound.cancel()
             if self._unhook is not None:
                 self._unhook()
 
-    # --------------------------------------------------------------------- pump side
+    async def _drain(self, response: aiohttp.ClientResponse) -> None:
+        """Read the rest of a settled body (normally the chunked terminator), bounded in time.
+
+        Whatever goes wrong here is not the stream's outcome: it only costs the connection.
+        """
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(self._drain_timeout):
+                while await response.content.readany():
+                    pass
+
+    # --------------------------------------------------------------------- callbacks
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None:
@@ -237,19 +280,27 @@ class _Exchange:
     def _on_abort(self) -> None:
         assert self._signal is not None
         self._abort = AbortError(self._signal.reason)
-        self._stop()
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        """Unwind what is in progress: the connect task, or a pending read (by closing the response)."""
+        self._connect.cancel()
+        if self._response is not None:
+            self._response.close()  # a read waiting on it fails with a connection error
         self._wake()
 
     def _check_bound(self) -> None:
-        """The read bound's timer: fail the stream after ``read_timeout`` without a piece, else re-arm."""
-        if self._settled or self._stopped:
+        """The read bound's timer: fail a wait longer than ``read_timeout``, else re-arm."""
+        if self._settled:
             return
-        due = self._last_read + self._read_timeout
-        if self._clock() < due:
+        now = self._clock()
+        waiting = self._response is None or self._reading  # no head yet, or a read in progress
+        due = self._waited_from + self._read_timeout if waiting else now + self._read_timeout
+        if now < due:
             self._bound = asyncio.get_running_loop().call_at(due, self._check_bound)
             return
         waited = f"no data for {self._read_timeout:g} s"
-        if self._head:
+        if self._response is not None:
             error = LlmError(f"DeepSeek API stream stalled: {waited}", "STREAM_CLOSED", cause=TimeoutError(waited))
         else:
             error = LlmError(
@@ -259,12 +310,7 @@ class _Exchange:
                 cause=TimeoutError(waited),
             )
         self._fail(error)
-        self._stop()
-
-    def _stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._pump.cancel()
+        self._interrupt()
 
     def _fail(self, error: Exception) -> None:
         if not self._settled:
@@ -284,6 +330,7 @@ class _Exchange:
         headers: dict[str, str],
         content: bytes,
     ) -> None:
+        """The connect task: send the request and wait for the head; an error status fails here."""
         from aiohttp import ClientError
 
         try:
@@ -294,68 +341,42 @@ class _Exchange:
                 )
             except ClientError as error:
                 raise network_error(url, error) from error
-            try:
-                await self._read(response)
-            finally:
-                response.close()  # awaits nothing; drops the connection unless the body was read to its end
+            if not 200 <= response.status < 300:
+                try:
+                    raise await _api_error(response)
+                finally:
+                    response.close()
+            self._response = response
+            self._wake()
         except Exception as error:
             self._fail(error)
 
-    async def _read(self, response: aiohttp.ClientResponse) -> None:
-        from aiohttp import ClientError
-
-        if not 200 <= response.status < 300:
-            raise await _api_error(response)
-        self._head = True
-        self._last_read = self._clock()
-        content = response.content
-        try:
-            while data := await content.readany():
-                self._last_read = self._clock()
-                if self._feed(data):
-                    break
-            else:
-                self._finish()
-                return
-        except ClientError as error:
-            raise _stream_closed(error) from error
-        if content.at_eof():  # the usual case: the terminator came with [DONE]
-            return
-        # Settled: read what is left of the body (normally the chunked terminator), bounded in time.
-        with contextlib.suppress(ClientError, TimeoutError):
-            async with asyncio.timeout(self._drain_timeout):
-                while await content.readany():
-                    pass
-
-    def _feed(self, data: bytes) -> bool:
-        """Parse and translate one (non-empty) piece of the body; True once the stream settled."""
+    def _feed(self, data: bytes) -> None:
+        """Parse and translate one (non-empty) piece of the body into :attr:`_ready`."""
         self._received = True
         payloads = self._parser.feed(data)
         if not payloads:
-            return False
+            return
         ready = self._ready
         try:
             for payload in payloads:
                 if self._translator.feed(payload, ready):
                     self._end()
-                    break
+                    return
         except LlmError as error:  # a malformed payload: the chunks before it, then the error
             self._fail(error)
-            return True
-        if ready:
-            self._wake()
-        return self._ended
 
     def _finish(self) -> None:
         """The body ended: translate a final event left without its blank line, or fail."""
         if not self._received:
-            raise LlmError("DeepSeek API returned no response body", "EMPTY_RESPONSE")
+            self._fail(LlmError("DeepSeek API returned no response body", "EMPTY_RESPONSE"))
+            return
         for payload in self._parser.finish():
             self._translator.feed(payload, self._ready)
         if not self._parser.done:
-            raise _stream_closed()
+            self._fail(_stream_closed())
+            return
         self._end()
-        self._wake()
 
 
 class DeepSeekAdapter(LlmAdapter):
