@@ -22,7 +22,7 @@ connection, read-only. :class:`SessionFollowing` owns those followed sessions:
   session was deleted) or fails (damaged storage: logged) stays registered, read-only.
 * **Refusing a prompt.** :func:`writer_still_runs` is the error of a prompt while the
   writer still holds the session: ``-32000``, naming the holder as the persistence
-  error gives it (a pid, or a PostgreSQL holder).
+  error gives it (its pid, and its host for PostgreSQL).
 """
 
 from __future__ import annotations
