@@ -120,6 +120,16 @@ async def test_a_held_session_is_replayed_then_followed_read_only_and_taken_over
             assert f"session {session_id} is followed read-only on this connection" in message
             assert "in use by another dsh process" in message
             assert await follower.client.request("session/cancel", {"sessionId": session_id}) is None  # a no-op
+            for method, params in (
+                ("session/set_config_option", {"configId": "model", "value": "mock"}),
+                ("_session/steering", {"prompt": [{"type": "text", "text": "faster"}]}),
+            ):
+                changed = await follower.client.send(method, {"sessionId": session_id, **params})
+                assert changed["error"] == {
+                    "code": SESSION_FOLLOWED,
+                    "message": f"session {session_id} is followed read-only on this connection "
+                    "(another process writes it); a session/prompt takes it over once that writer has ended",
+                }
             await writer.store(("tool/result", tool_result(2, 1, "c1", "a b")), call("c2"))
             await settled(follower.client, replayed + 4)
             await writer.close()  # ends inside its turn: c2 never answered, turn 2 never ended

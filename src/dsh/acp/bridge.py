@@ -67,7 +67,7 @@ from dsh.acp.children import child_progress_listener
 from dsh.acp.codec import acp_prompt_to_text, prompt_has_unsupported_content
 from dsh.acp.config import Config
 from dsh.acp.extras import SessionExtras
-from dsh.acp.following import SessionFollowing, writer_still_runs
+from dsh.acp.following import SessionFollowing, read_only, writer_still_runs
 from dsh.acp.listing import list_page
 from dsh.acp.mcp_servers import mcp_capabilities
 from dsh.acp.modes import SET_MODE, SessionModes
@@ -119,9 +119,7 @@ class AcpBridge:
         self._opener = SessionOpener(ctx, config, lambda: self._closed, self._warn)
         self._following = SessionFollowing(self._persistence, self._tools, self._notify, self._warn)
         self._modes = SessionModes(ctx, self._agent_of, self.session_of, self._notify)
-        self._extras = SessionExtras(
-            ctx, config, self._sessions.values, self._sessions.get, self._notify, self._client_request
-        )
+        self._extras = SessionExtras(ctx, config, self._sessions.values, self._live, self._notify, self._client_request)
         self._connection = RpcServer(
             transport,
             requests={
@@ -168,8 +166,14 @@ class AcpBridge:
         return record.session_id if record is not None and record.agent is agent else None
 
     def _agent_of(self, session_id: str) -> Agent | None:
-        record = self._sessions.get(session_id)
+        record = self._live(session_id)
         return record.agent if record is not None else None
+
+    def _live(self, session_id: str) -> SessionRecord | None:
+        """The live session ``session_id`` for a request that changes it; a followed one refuses it (read-only)."""
+        if self._following.get(session_id) is not None:
+            raise read_only(session_id)
+        return self._sessions.get(session_id)
 
     async def wait_closed(self) -> None:
         """Return once the client connection has ended (end of input) and its teardown has run."""

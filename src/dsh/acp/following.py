@@ -20,9 +20,11 @@ connection, read-only. :class:`SessionFollowing` owns those followed sessions:
   stops them all and returns the tasks still winding down, which the bridge awaits on
   teardown (no task outlives the connection). A follow that ends by itself (the
   session was deleted) or fails (damaged storage: logged) stays registered, read-only.
-* **Refusing a prompt.** :func:`writer_still_runs` is the error of a prompt while the
-  writer still holds the session: ``-32000``, naming the holder as the persistence
-  error gives it (its pid, and its host for PostgreSQL).
+* **Refusing.** :func:`writer_still_runs` is the error of a prompt while the writer
+  still holds the session: ``-32000``, naming the holder as the persistence error
+  gives it (its pid, and its host for PostgreSQL); :func:`read_only` (also ``-32000``)
+  refuses what would change a followed session: ``session/set_mode``, the model
+  switch, ``_session/steering``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,15 @@ def writer_still_runs(session_id: str, refusal: PersistenceError) -> RequestErro
         SESSION_FOLLOWED,
         f"session {session_id} is followed read-only on this connection: {refusal} "
         "(this connection follows it until that writer ends; a prompt after that takes it over)",
+    )
+
+
+def read_only(session_id: str) -> RequestError:
+    """The error of a request that would change a followed session (its mode, its model, steering)."""
+    return RequestError(
+        SESSION_FOLLOWED,
+        f"session {session_id} is followed read-only on this connection (another process writes it); "
+        "a session/prompt takes it over once that writer has ended",
     )
 
 
