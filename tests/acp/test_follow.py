@@ -88,6 +88,16 @@ def follow_tasks() -> list[asyncio.Task[Any]]:
     return [task for task in asyncio.all_tasks() if task.get_name().startswith("acp: follow ")]
 
 
+async def follows_left(count: int) -> None:
+    """Wait until ``count`` follow tasks exist (a stopped follow's task ends after it is cancelled)."""
+
+    async def poll() -> None:
+        while len(follow_tasks()) != count:
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), 10)
+
+
 async def test_a_held_session_is_replayed_then_followed_read_only_and_taken_over_once_its_writer_ends(
     tmp_path: Path,
 ) -> None:
@@ -147,7 +157,7 @@ async def test_a_held_session_is_replayed_then_followed_read_only_and_taken_over
             starts = [event.data.turn for event in events if type(event) is TurnStartEvent]
             ends = [event.data.turn for event in events if type(event) is TurnEndEvent]
             assert starts == ends == [1, 2, 3]
-            assert follow_tasks() == []
+            await follows_left(0)
     finally:
         await writer.close()
 
@@ -161,7 +171,7 @@ async def test_loading_a_followed_session_again_replays_it_and_follows_it_once(t
             await follower.client.load_session(session_id, CWD)
             await follower.client.load_session(session_id, CWD)
             assert message_text(follower.updates) == "first answer" * 2
-            assert len(follow_tasks()) == 1
+            await follows_left(1)
             replayed = len(follower.updates)
             await writer.store(("turn/start", turn_start(2)), ("user/message", user_message("again")))
             await settled(follower.client, replayed + 1)
@@ -179,17 +189,20 @@ async def test_loading_a_followed_session_again_replays_it_and_follows_it_once(t
 async def test_two_prompts_at_once_on_a_followed_session_take_it_over_once(tmp_path: Path) -> None:
     session_id = await persist_turn(tmp_path, "hi", "first answer")
     writer = await OtherWriter.hold(tmp_path / "sessions", session_id)
-    async with bridge_stack(tmp_path, [text_response("taken")]) as follower:
-        await follower.client.initialize()
-        await follower.client.load_session(session_id, CWD)
+    try:
+        async with bridge_stack(tmp_path, [text_response("taken")]) as follower:
+            await follower.client.initialize()
+            await follower.client.load_session(session_id, CWD)
+            await writer.close()
+            first = follower.client.prompt_future(session_id, "one")
+            second = follower.client.prompt_future(session_id, "two")
+            assert (await first)["result"] == {"stopReason": "end_turn"}
+            assert (await second)["error"] == {
+                "code": -32602,
+                "message": f"Invalid params: session {session_id} is being taken over by another prompt",
+            }
+    finally:
         await writer.close()
-        first = follower.client.prompt_future(session_id, "one")
-        second = follower.client.prompt_future(session_id, "two")
-        assert (await first)["result"] == {"stopReason": "end_turn"}
-        assert (await second)["error"] == {
-            "code": -32602,
-            "message": f"Invalid params: session {session_id} is being taken over by another prompt",
-        }
 
 
 async def test_a_followed_session_that_is_deleted_ends_its_follow_and_cannot_be_taken_over(
@@ -266,8 +279,7 @@ async def test_a_load_of_a_held_session_that_finishes_after_a_client_disconnect_
                 "code": -32602,
                 "message": "Invalid params: connection closed during session/load",
             }
-            await asyncio.sleep(0)
-            assert follow_tasks() == []
+            await follows_left(0)
     finally:
         await writer.close()
 
