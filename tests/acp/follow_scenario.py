@@ -46,7 +46,7 @@ def shown(recorder: Recorder, session_id: str, start: int = 0) -> list[tuple[str
     return rows
 
 
-async def _until(predicate: Callable[[], bool]) -> None:
+async def until(predicate: Callable[[], bool]) -> None:
     async def poll() -> None:
         while not predicate():
             await asyncio.sleep(0.02)
@@ -114,7 +114,7 @@ async def follow_then_take_over(tmp_path: Path, store: list[str], *, kill: bool 
     async with WireServer(script) as wire:
         writer, session_id = await _start_writer(store, tmp_path, wire.base_url)
         try:
-            await _until(running.exists)
+            await until(running.exists)
             async with spawn(recorder, tmp_path, wire.base_url, *store) as (conn, _process):
                 await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
                 loaded = await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
@@ -137,7 +137,7 @@ async def follow_then_take_over(tmp_path: Path, store: list[str], *, kill: bool 
                     assert await asyncio.wait_for(writer.wait(), WAIT_S) == -signal.SIGKILL
                 else:
                     go.touch()
-                    await _until(lambda: ("agent_message_chunk", "finished") in shown(recorder, session_id))
+                    await until(lambda: ("agent_message_chunk", "finished") in shown(recorder, session_id))
                     assert await asyncio.wait_for(writer.wait(), WAIT_S) == 0
                     assert shown(recorder, session_id) == [
                         ("user_message_chunk", "wait for it"),
