@@ -5,6 +5,7 @@ it as ``dsh.acp``) and its entry points :func:`run_acp` / :func:`serve_stdio`:
 
 * :mod:`.bridge` — :class:`AcpBridge`: the ACP methods, live events, teardown;
 * :mod:`.opening` — opening a session's agent (workspace, MCP servers, owner fiber);
+* :mod:`.following` — following, read-only, a loaded session another process writes;
 * :mod:`.settlement` — which turn answers a prompt, with which stop reason;
 * :mod:`.stream` — session events → ``session/update`` (pure), tool presentation;
 * :mod:`.codec` — prompt text, stop reasons, content mapping (pure);

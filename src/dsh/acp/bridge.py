@@ -20,7 +20,15 @@ the order it was made: a prompt's updates precede its answer.
 
 **Teardown** (:meth:`AcpBridge.quiesce`, memoized, shared by client disconnect and
 fiber disposal): no new work is accepted, every pending prompt settles
-``cancelled``, every step in flight is aborted, and the agents are awaited idle.
+``cancelled``, every step in flight is aborted, every follow is stopped, and the agents
+(and the follows' tasks) are awaited idle.
+
+**Following** (:mod:`dsh.acp.following`): a ``session/load`` of a session another
+live process writes (its writer lock or lease is held) answers with the stored log
+replayed and then keeps sending the updates of what that writer stores; the session is
+read-only here meanwhile. A ``session/prompt`` on it takes it over once the writer has
+ended (the usual load, repair included, then the prompt), and is refused naming the
+writer while it still runs; ``session/cancel`` does nothing to the remote turn.
 
 **Extras** (:mod:`dsh.acp.extras`): slash commands, model selection, ``usage_update``,
 steering and the editor's files; ``session/fork`` opens a stored fork of a session
@@ -59,10 +67,11 @@ from dsh.acp.children import child_progress_listener
 from dsh.acp.codec import acp_prompt_to_text, prompt_has_unsupported_content
 from dsh.acp.config import Config
 from dsh.acp.extras import SessionExtras
+from dsh.acp.following import SessionFollowing, read_only, writer_still_runs
 from dsh.acp.listing import list_page
 from dsh.acp.mcp_servers import mcp_capabilities
 from dsh.acp.modes import SET_MODE, SessionModes
-from dsh.acp.opening import SessionOpener, check_header_cwd, check_workspace, header_cwd
+from dsh.acp.opening import Servers, SessionOpener, check_header_cwd, check_workspace, header_cwd
 from dsh.acp.permission import PermissionAnswerer
 from dsh.acp.rpc import RpcServer, internal_error, invalid_params
 from dsh.acp.settlement import Inflight, SessionRecord, observe, reconcile, resolve
@@ -75,7 +84,7 @@ from dsh.core.approval import session_of as agent_session
 from dsh.core.errors import HarnessError
 from dsh.core.llm import text
 from dsh.core.mcp import MCP
-from dsh.core.persistence import SESSION_PERSISTENCE
+from dsh.core.persistence import SESSION_PERSISTENCE, PersistenceError
 from dsh.core.session import SESSION_EVENT, SESSIONS, Session, SessionEvent, UsageEvent, session_title
 from dsh.core.subagent import SUBAGENT_PROGRESS
 from dsh.core.tools import TOOLS
@@ -108,10 +117,9 @@ class AcpBridge:
         self._quiesced: asyncio.Task[None] | None = None
         self._owns_transport = owns_transport
         self._opener = SessionOpener(ctx, config, lambda: self._closed, self._warn)
+        self._following = SessionFollowing(self._persistence, self._tools, self._notify, self._warn)
         self._modes = SessionModes(ctx, self._agent_of, self.session_of, self._notify)
-        self._extras = SessionExtras(
-            ctx, config, self._sessions.values, self._sessions.get, self._notify, self._client_request
-        )
+        self._extras = SessionExtras(ctx, config, self._sessions.values, self._live, self._notify, self._client_request)
         self._connection = RpcServer(
             transport,
             requests={
@@ -158,8 +166,14 @@ class AcpBridge:
         return record.session_id if record is not None and record.agent is agent else None
 
     def _agent_of(self, session_id: str) -> Agent | None:
-        record = self._sessions.get(session_id)
+        record = self._live(session_id)
         return record.agent if record is not None else None
+
+    def _live(self, session_id: str) -> SessionRecord | None:
+        """The live session ``session_id`` for a request that changes it; a followed one refuses it (read-only)."""
+        if self._following.get(session_id) is not None:
+            raise read_only(session_id)
+        return self._sessions.get(session_id)
 
     async def wait_closed(self) -> None:
         """Return once the client connection has ended (end of input) and its teardown has run."""
@@ -243,7 +257,10 @@ class AcpBridge:
 
         A session already live on this connection (an editor reopening a thread) is
         not resumed again: its log so far is replayed. An id that is neither live nor
-        stored is ``-32602 unknown session``.
+        stored is ``-32602 unknown session``. A session another live process writes is
+        followed (:mod:`dsh.acp.following`): the answer is ``{"_meta": {"following":
+        {"writer": <who holds it>}}}``, after the replay of what is stored. Loading a
+        followed session again stops its follow first.
         """
         params = LoadSessionRequest.model_validate(raw)
         self._assert_open()
@@ -257,13 +274,16 @@ class AcpBridge:
         if record is not None:
             check_header_cwd(session_id, header_cwd(record.agent.session.header), params.cwd)
         else:
+            self._following.stop(session_id)
             self._loading.add(session_id)
             try:
                 await self._opener.check_persisted_cwd(session_id, params.cwd)
-                agent, owner = await self._opener.resume(session_id, servers)
+                opened = await self._resume_or_follow(session_id, params.cwd, servers)
             finally:
                 self._loading.discard(session_id)
-            record = self._register(session_id, agent, owner)
+            if isinstance(opened, PersistenceError):
+                return LoadSessionResponse.model_validate({"_meta": {"following": {"writer": str(opened)}}})
+            record = self._register(session_id, *opened)
         extra = self._extras.opened(record, resumed=resumed, replayed=True)
         self._replay(record)
         return LoadSessionResponse.model_validate({**self._modes.modes_for(session_id, record.agent), **extra})
@@ -317,6 +337,44 @@ class AcpBridge:
             list_page(list(headers.values()), title_of, params.cwd, params.cursor)
         )
 
+    async def _resume_or_follow(
+        self, session_id: str, cwd: str, servers: Servers
+    ) -> tuple[Agent, Fiber] | PersistenceError:
+        """The resumed session's agent and owner, or (another process writes it) the refusal, once followed."""
+        try:
+            return await self._opener.resume(session_id, servers)
+        except PersistenceError as error:
+            if error.code != "SESSION_LOCKED":
+                raise
+            await self._following.open(session_id, servers, TerminalContext(self._terminal_output, cwd))
+            if self._closed:  # the connection closed while the stored log was read
+                self._following.stop(session_id)
+                raise invalid_params("connection closed during session/load") from None
+            return error
+
+    async def _live_record(self, session_id: str) -> SessionRecord:
+        """The live session ``session_id``; a followed one is taken over first (the writer must have ended)."""
+        followed = self._following.get(session_id)
+        if followed is None:
+            return self._record(session_id)
+        if session_id in self._loading:
+            raise invalid_params(f"session {session_id} is being taken over by another prompt")
+        self._loading.add(session_id)
+        try:
+            agent, owner = await self._opener.resume(session_id, followed.servers)
+        except PersistenceError as error:
+            if error.code != "SESSION_LOCKED":
+                raise
+            raise writer_still_runs(session_id, error) from None
+        finally:
+            self._loading.discard(session_id)
+        self._following.stop(session_id)
+        self._following.send(followed, agent.session.events[followed.last_seq + 1 :])  # what it had not sent yet
+        record = self._register(session_id, agent, owner)
+        self._extras.opened(record, resumed=True)
+        self._modes.modes_for(session_id, agent)
+        return record
+
     def _replay(self, record: SessionRecord) -> None:
         replay = ToolPresenter(self._tools, self._warn)  # historical calls never leak into live state
         events = record.agent.session.events
@@ -329,7 +387,7 @@ class AcpBridge:
         """Send the prompt's text to the session's agent; answer ``{"stopReason"}`` when its turn settles."""
         params = PromptRequest.model_validate(raw)
         self._assert_open()
-        record = self._record(params.session_id)
+        record = await self._live_record(params.session_id)
         if prompt_has_unsupported_content(params.prompt):
             raise invalid_params(UNSUPPORTED_CONTENT_MESSAGE)
         prompt = acp_prompt_to_text(params.prompt)
@@ -353,10 +411,15 @@ class AcpBridge:
     def cancel(self, raw: Any) -> None:
         """``session/cancel``: cancel the agent's work and settle its prompt ``cancelled``.
 
+        On a followed session it does nothing: the turn it would cancel runs in the
+        process that writes the session.
+
         An unknown id raises ``-32602 unknown session``: answered when the cancel was
         sent as a request, only logged (debug) for the usual notification.
         """
         params = CancelNotification.model_validate(raw)
+        if self._following.get(params.session_id) is not None:
+            return  # the turn runs in another process: nothing here to cancel
         record = self._record(params.session_id)
         record.agent.cancel("session/cancel")
         resolve(record, "cancelled")
@@ -387,8 +450,9 @@ class AcpBridge:
         """Stop accepting work and drain every session; memoized (every caller awaits the same teardown).
 
         The first call marks the bridge closed, settles every pending prompt
-        ``cancelled`` and aborts every step in flight (reason ``disposed``), then the
-        returned awaitable waits for every agent to be idle. Agents stay registered:
+        ``cancelled``, aborts every step in flight (reason ``disposed``) and stops every
+        follow, then the returned awaitable waits for every agent to be idle and every
+        follow task to end. Agents stay registered:
         they go with the bridge fiber.
         """
         if self._quiesced is None:
@@ -398,12 +462,14 @@ class AcpBridge:
             for record in records:
                 resolve(record, "cancelled")
                 record.agent.abort("disposed")
-            self._quiesced = asyncio.get_running_loop().create_task(self._drain(records), name="acp: quiesce")
+            follows = self._following.close()
+            self._quiesced = asyncio.get_running_loop().create_task(self._drain(records, follows), name="acp: quiesce")
         return self._await_quiesced(self._quiesced)
 
     @staticmethod
-    async def _drain(records: list[SessionRecord]) -> None:
-        await asyncio.gather(*(record.agent.when_idle() for record in records))
+    async def _drain(records: list[SessionRecord], follows: list[asyncio.Task[None]]) -> None:
+        ended = (asyncio.wait({task}) for task in follows)  # a cancelled follow is ended, not a failure
+        await asyncio.gather(*(record.agent.when_idle() for record in records), *ended)
 
     @staticmethod
     async def _await_quiesced(task: asyncio.Task[None]) -> None:
