@@ -516,7 +516,9 @@ async def test_an_invalid_entry_config_fails_the_boot_with_every_field_path(tree
         "- {id: greeter, name: ./plugins/greeter.py:Greeter, config: {greeting: [1], colour: red}}\n",
     )
     root = Context()
-    with pytest.raises(LoaderError, match=r'entry "greeter" \(\S+\): plugin "greeter": invalid config: greeting: .*colour: '):
+    with pytest.raises(
+        LoaderError, match=r'entry "greeter" \(\S+\): plugin "greeter": invalid config: greeting: .*colour: '
+    ):
         await load_tree(root, tree)
     assert leftovers(root) == []
 

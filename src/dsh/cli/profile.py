@@ -231,6 +231,7 @@ def render_tree(entries: list[dict[str, Any]], label: str) -> str:
     head = (
         f"# {label} of dsh, as `dsh config` prints it.\n"
         "# Save it to a file, edit it, and boot it with `dsh --config FILE ...`.\n"
+        "# Paths take ~ and ${NAME}, expanded where the tree boots; a relative path is relative to this file.\n"
     )
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when present: same text, faster
     body: str = yaml.dump(entries, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False)

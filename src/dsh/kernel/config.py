@@ -90,7 +90,8 @@ def expand_path(
 def escape_path(path: str) -> str:
     """How a config spells the literal ``path``: each ``$`` doubled, a leading ``~`` made ``./~``.
 
-    :func:`expand_path` of the result (without a base directory) is ``path`` again.
+    :func:`expand_path` of the result names ``path`` again: the same string for an
+    absolute ``path``, the same place relative to the base directory for a relative one.
     """
     escaped = path.replace("$", "$$")
     return "./" + escaped if escaped.startswith("~") else escaped
