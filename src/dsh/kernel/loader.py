@@ -431,16 +431,16 @@ def _parsed_include(children: tuple[PluginEntry, ...]) -> PluginSpec:
 
 
 def _start(ctx: Context, entry: PluginEntry, where: str, parsed: bool) -> Fiber:
-    config: Mapping[str, Any] | None = entry.config
     try:
         if entry.is_include:
             plugin: object = _parsed_include(entry.children) if parsed else include
-            config = {**(entry.config or {}), "path": str(_include_target(entry))}
+            config: object = {**(entry.config or {}), "path": str(_include_target(entry))}
         else:
             plugin = resolve_plugin(entry.name, entry.file.parent)
-            info = describe(plugin)
-            config = validate_config(info.name, info.config_model, entry.config, base_dir=entry.file.parent)
-        return ctx.plugin(plugin, config)
+            config = entry.config
+        info = describe(plugin)
+        # validated here, where the entry's folder is known, so its relative paths resolve against it
+        return ctx._load(info, validate_config(info.name, info.config_model, config, base_dir=entry.file.parent))
     except KernelError as error:
         raise LoaderError(f"{where}: {error}") from error
 
