@@ -31,7 +31,7 @@ The loader validates each entry's config itself, with that folder as the base
 directory (:func:`~dsh.kernel.config.validate_config`), before loading the plugin;
 an include's ``config.path`` expands the same way.
 
-:func:`load_tree` awaits each entry's ``ctx.plugin(...)`` before the next. When one
+:func:`load_tree` loads each entry (as ``ctx.plugin(...)`` would) and awaits it before the next. When one
 fails, the fibers it already loaded are disposed (last first) and a
 :class:`LoaderError` names the file, the entry and the cause. :func:`load_entries`
 does the same for :class:`PluginEntry` objects built in code.
@@ -375,8 +375,8 @@ async def load_entries(ctx: Context, entries: Sequence[PluginEntry]) -> list[Fib
     For trees built in code (no YAML to write and parse): the entries are used as
     given, without the checks :func:`parse_tree` makes on a file (well-formed, unique
     ids). Each ``entry.file`` anchors the entry's relative paths (plugin files and
-    config paths) and names it in errors; an ``include`` entry loads the file its ``config.path`` names. Same
-    result and failure rules as :func:`load_tree`.
+    config paths) and names it in errors; an ``include`` entry loads the file its
+    ``config.path`` names. Same result and failure rules as :func:`load_tree`.
     """
     return await _load(ctx, entries, parsed=False)
 
