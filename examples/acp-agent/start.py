@@ -2,7 +2,8 @@
 
 Run it as ``python <project>/examples/acp-agent/start.py`` from any directory (an
 editor launches it with the workspace as cwd). It boots a YAML tree through the
-loader from the project root (so ``./.sessions`` means ``<project>/.sessions``):
+loader from the project root (a relative path in a tree is relative to its file: the
+default sessions root is ``<project>/.sessions``):
 
 * ``DSH_SNAPSHOT=replay`` -> ``snapshot.yml``: no provider and no key; the model is
   the recorded log ``$DSH_SNAPSHOT_FILE`` (or the ``$DSH_SNAPSHOT_OVERRIDE`` script).

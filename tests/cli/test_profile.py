@@ -15,7 +15,7 @@ from dsh.cli.profile import (
     render_tree,
     resolve_tree,
 )
-from dsh.cli.settings import Settings
+from dsh.cli.settings import Settings, portable_sessions_root
 from dsh.kernel import parse_tree
 from tests.cli.helpers import namespace
 
@@ -107,3 +107,37 @@ def test_resolve_tree_reads_a_config_file(tmp_path: Path) -> None:
     assert (resolved.label, resolved.text, resolved.file, resolved.model) == (str(tree), tree.read_text(), tree, None)
     with pytest.raises(CliError, match=r"cannot read --config .*; give a readable YAML file"):
         resolve_tree(settings(tmp_path, config=str(tmp_path / "missing.yml")))
+
+
+@pytest.mark.parametrize(
+    ("environ", "spelled"),
+    [
+        ({"DSH_HOME": "/srv/dsh", "XDG_DATA_HOME": "/xdg"}, "${DSH_HOME}/sessions"),
+        ({"DSH_HOME": "~/dsh"}, "${DSH_HOME}/sessions"),
+        ({"DSH_HOME": "", "XDG_DATA_HOME": "/xdg"}, "${XDG_DATA_HOME}/dsh/sessions"),
+        ({}, "~/.local/share/dsh/sessions"),
+        ({"DSH_HOME": "relative/home"}, None),
+        ({"XDG_DATA_HOME": "relative/data"}, None),
+    ],
+)
+def test_the_default_sessions_root_is_spelled_by_its_origin(environ: dict[str, str], spelled: str | None) -> None:
+    """A relative variable has no portable spelling: a tree would read it relative to its own folder."""
+    assert portable_sessions_root(environ) == spelled
+    assert Settings.from_args(namespace(), environ).portable_root == spelled
+
+
+def test_only_the_printed_profile_spells_the_root_portably(tmp_path: Path) -> None:
+    """The booted profile names the absolute root, literally; a root the user named has no portable spelling."""
+    home = tmp_path / "h$me"
+    chosen = Settings.from_args(namespace(), {"DSH_HOME": str(home), "DEEPSEEK_API_KEY": "k"})
+    booted = {entry["id"]: entry for entry in profile_entries(chosen)}
+    printed = {entry["id"]: entry for entry in profile_entries(chosen, portable=True)}
+    assert booted["persistence"]["config"] == {"root": str(home / "sessions").replace("$", "$$")}
+    assert booted["bash"]["config"] == {"sessionFiles": str(home / "sessions").replace("$", "$$")}
+    assert printed["persistence"]["config"] == {"root": "${DSH_HOME}/sessions"}
+    assert printed["bash"]["config"] == {"sessionFiles": "${DSH_HOME}/sessions"}
+    assert resolve_tree(chosen, portable=True).entries == tuple(profile_entries(chosen, portable=True))
+    named = settings(tmp_path)
+    assert profile_entries(named, portable=True) == profile_entries(named)
+    stored = Settings.from_args(namespace(store="sqlite:///tmp/a$b.db"), {})
+    assert profile_entries(stored, "storage", portable=True)[-1]["config"] == {"path": "/tmp/a$$b.db"}

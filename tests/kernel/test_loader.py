@@ -510,13 +510,17 @@ async def test_a_failing_entry_fails_the_boot_naming_entry_file_and_cause_and_un
 
 
 async def test_an_invalid_entry_config_fails_the_boot_with_every_field_path(tree_dir: Path) -> None:
-    """The ConfigError text (every path) is kept inside the loader error."""
+    """The ConfigError text (every path) is kept inside the loader error; the entry is checked before it loads."""
     tree = write(
         tree_dir / "tree.yml",
         "- {id: greeter, name: ./plugins/greeter.py:Greeter, config: {greeting: [1], colour: red}}\n",
     )
-    with pytest.raises(LoaderError, match=r'entry "greeter" .* failed to start: ConfigError: .*greeting: .*colour: '):
-        await load_tree(Context(), tree)
+    root = Context()
+    with pytest.raises(
+        LoaderError, match=r'entry "greeter" \(\S+\): plugin "greeter": invalid config: greeting: .*colour: '
+    ):
+        await load_tree(root, tree)
+    assert leftovers(root) == []
 
 
 async def test_a_failure_inside_an_include_names_the_inner_entry_and_the_including_one(tree_dir: Path) -> None:

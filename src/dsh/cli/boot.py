@@ -32,7 +32,10 @@ PROFILE_FILE = "profile.yml"
 """The name loader messages give a tree without a file of its own (a built-in profile)."""
 
 BUILT_IN_PATH = Path("/", "<dsh built-in profile>", PROFILE_FILE)
-"""The ``file`` of a built-in profile's entries: never read (it names no real file)."""
+"""The ``file`` of a built-in profile's entries: never read (it names no real file).
+
+Its folder would anchor a relative config path, so a built-in profile names its
+paths absolute (:mod:`dsh.cli.profile`)."""
 
 
 @asynccontextmanager

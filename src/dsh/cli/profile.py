@@ -29,6 +29,16 @@ OpenTelemetry variables asking for an exporter (``OTEL_EXPORTER_OTLP_ENDPOINT``,
 ``OTEL_TRACES_EXPORTER``, see :func:`dsh.plugins.otel.exporter_requested`) add the
 ``otel`` plugin, which needs ``pip install 'dsh[otel]'``. A storage tree
 (``sessions`` and persistence only) serves ``dsh sessions``.
+
+Paths: the booted profile names the sessions root (the JSONL ``root`` and bash-local's
+``sessionFiles``) and a SQLite ``--store`` file by their absolute paths, spelled
+literally (:func:`~dsh.kernel.escape_path`). The *portable* profile ``dsh config``
+prints spells the default sessions root by its origin instead (``${DSH_HOME}/sessions``,
+``${XDG_DATA_HOME}/dsh/sessions`` or ``~/.local/share/dsh/sessions``, see
+:func:`~dsh.cli.settings.portable_sessions_root`), expanded wherever the saved tree
+boots; a root or store the user named on the command line stays the absolute path it
+named (relative to the directory it was given in, which a tree file could not say).
+The profile holds no working directory: each session runs in its own (``--cwd``).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from typing import Any, Literal, TypeAlias
 
 from dsh.cli.errors import CliError
 from dsh.cli.settings import PROVIDERS, Settings, check_sessions_root
+from dsh.kernel import escape_path
 from dsh.plugins.otel import exporter_requested
 
 DEFAULT_MODEL = "deepseek-v4-flash"
@@ -120,12 +131,19 @@ def _entry(id: str, name: str, config: dict[str, Any] | None = None) -> dict[str
     return entry
 
 
-def _persistence(settings: Settings) -> dict[str, Any]:
+def _sessions_root(settings: Settings, portable: bool) -> str:
+    """The sessions root as the profile spells it (see the module docstring)."""
+    if portable and settings.portable_root is not None:
+        return settings.portable_root
+    return escape_path(str(settings.sessions_root))
+
+
+def _persistence(settings: Settings, portable: bool) -> dict[str, Any]:
     if settings.store is None:
-        return _entry("persistence", "session-persistence-jsonl", {"root": str(settings.sessions_root)})
+        return _entry("persistence", "session-persistence-jsonl", {"root": _sessions_root(settings, portable)})
     backend, where = settings.store
     if backend == "sqlite":
-        return _entry("persistence", "session-persistence-sqlite", {"path": where})
+        return _entry("persistence", "session-persistence-sqlite", {"path": escape_path(where)})
     return _entry("persistence", "session-persistence-postgres", {"url": where})
 
 
@@ -140,10 +158,14 @@ def profile_model(settings: Settings) -> str:
     return DEFAULT_MODEL
 
 
-def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict[str, Any]]:
-    """The entries of the built-in profile ``settings`` select (see the module docstring)."""
+def profile_entries(settings: Settings, purpose: Purpose = "agent", *, portable: bool = False) -> list[dict[str, Any]]:
+    """The entries of the built-in profile ``settings`` select (see the module docstring).
+
+    ``portable``: spell the default sessions root by its origin (for a printed tree),
+    not by the absolute path this process resolved (for the booted one).
+    """
     if purpose == "storage":
-        return [_entry("sessions", "sessions"), _persistence(settings)]
+        return [_entry("sessions", "sessions"), _persistence(settings, portable)]
     entries = [
         _entry("llm", "llm"),
         _entry("sessions", "sessions"),
@@ -156,7 +178,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         entries.append(_entry("invariants", "invariants"))
     entries += [
         # no cwd: each call runs in its session's workspace (--cwd); spill files under the sessions root
-        _entry("bash", "bash-local", {"sessionFiles": str(settings.sessions_root)}),
+        _entry("bash", "bash-local", {"sessionFiles": _sessions_root(settings, portable)}),
         _entry("tool-bash", "tool-bash"),
         _entry("fs", "fs-local"),  # each session's files, in its workspace (--cwd)
         _entry("tool-fs", "tool-fs"),
@@ -172,7 +194,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent") -> list[dict
         _entry("agent-loop", "agent-loop", {"agents": [], "maxSteps": DEFAULT_MAX_STEPS}),
         _entry("llm-retry", "llm-retry"),
         _entry("compaction", "compaction"),
-        _persistence(settings),
+        _persistence(settings, portable),
     ]
     if exporter_requested(os.environ):  # OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_EXPORTER, ...: send spans
         entries.append(_entry("otel", "otel", {"providerName": settings.provider}))
@@ -209,6 +231,7 @@ def render_tree(entries: list[dict[str, Any]], label: str) -> str:
     head = (
         f"# {label} of dsh, as `dsh config` prints it.\n"
         "# Save it to a file, edit it, and boot it with `dsh --config FILE ...`.\n"
+        "# Paths take ~ and ${NAME}, expanded where the tree boots; a relative path is relative to this file.\n"
     )
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter when present: same text, faster
     body: str = yaml.dump(entries, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
@@ -216,7 +239,12 @@ def render_tree(entries: list[dict[str, Any]], label: str) -> str:
 
 
 def resolve_tree(
-    settings: Settings, purpose: Purpose = "agent", *, need_key: bool = True, writes: bool = False
+    settings: Settings,
+    purpose: Purpose = "agent",
+    *,
+    need_key: bool = True,
+    writes: bool = False,
+    portable: bool = False,
 ) -> Tree:
     """The tree a command boots: ``--config``'s file, else the built-in profile.
 
@@ -225,7 +253,8 @@ def resolve_tree(
     set and no API key is (``dsh config`` prints the profile without one). With
     ``writes`` (a command that writes sessions), the built-in profile's JSONL sessions
     root must be writable (:func:`~dsh.cli.settings.check_sessions_root`), before any
-    model is asked.
+    model is asked. ``portable`` selects the printed spelling of the built-in profile's
+    paths (see :func:`profile_entries`).
     """
     if settings.config is not None:
         try:
@@ -237,6 +266,6 @@ def resolve_tree(
         raise CliError(NO_OPENAI_KEY_HELP if settings.provider == "openai" else NO_MODEL_HELP, 2)
     if writes and settings.store is None:
         check_sessions_root(settings.sessions_root)
-    entries = tuple(profile_entries(settings, purpose))
+    entries = tuple(profile_entries(settings, purpose, portable=portable))
     model = profile_model(settings) if purpose == "agent" else None
     return Tree(_profile_label(settings, purpose), None, None, model, entries)

@@ -2,7 +2,9 @@
 
 The sessions root defaults to ``$DSH_HOME/sessions``, else
 ``$XDG_DATA_HOME/dsh/sessions``, else ``~/.local/share/dsh/sessions``. Paths are made
-absolute against the working directory when the command starts.
+absolute against the working directory when the command starts. A tree that names
+the default root spells it by that origin (:func:`portable_sessions_root`), so a tree
+``dsh config`` prints follows ``$DSH_HOME`` wherever it boots.
 
 The settings file (``$DSH_HOME/settings.yml``, else ``$XDG_CONFIG_HOME/dsh/settings.yml``,
 else ``~/.config/dsh/settings.yml``; optional) is a YAML mapping with the keys
@@ -55,6 +57,22 @@ def default_sessions_root(environ: Mapping[str, str]) -> Path:
     data = environ.get("XDG_DATA_HOME")
     base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
     return base / "dsh" / "sessions"
+
+
+def portable_sessions_root(environ: Mapping[str, str]) -> str | None:
+    """How a tree spells the default sessions root so that it follows the environment it boots in.
+
+    ``${DSH_HOME}/sessions`` when ``$DSH_HOME`` is set, else
+    ``${XDG_DATA_HOME}/dsh/sessions`` when that is, else ``~/.local/share/dsh/sessions``
+    (expanded by :func:`~dsh.kernel.expand_path` when the tree is validated). None when
+    the variable in use holds a relative path: a tree would resolve it against its own
+    folder, not the working directory, so only the absolute path says the same.
+    """
+    for name, tail in ((HOME_ENV, "sessions"), ("XDG_DATA_HOME", "dsh/sessions")):
+        value = environ.get(name)
+        if value:
+            return f"${{{name}}}/{tail}" if Path(value).expanduser().is_absolute() else None
+    return "~/.local/share/dsh/sessions"
 
 
 def settings_file(environ: Mapping[str, str]) -> Path:
@@ -134,6 +152,9 @@ class Settings:
     """The settings file's ``permissions`` rules (``allow`` / ``deny``), for the ``permissions`` plugin."""
     store: tuple[str, str] | None = None
     """``("sqlite", path)`` or ``("postgres", url)`` from ``--store``/``$DSH_STORE``; None: JSONL logs."""
+    portable_root: str | None = None
+    """The default sessions root as :func:`portable_sessions_root` spells it; None when the user
+    named the root (``--sessions-root``, a JSONL ``--store``) or no portable spelling says the same."""
 
     @property
     def key_env(self) -> str:
@@ -164,10 +185,13 @@ class Settings:
         if store_text is not None and args.sessions_root:
             raise CliError("--store and --sessions-root both name the session store: give one of them", 2)
         store = None if store_text is None else parse_store(store_text)
+        portable = None
         if store is not None and store[0] == "jsonl":
             root, store = Path(store[1]), None
+        elif args.sessions_root:
+            root = Path(args.sessions_root).expanduser()
         else:
-            root = Path(args.sessions_root).expanduser() if args.sessions_root else default_sessions_root(env)
+            root, portable = default_sessions_root(env), portable_sessions_root(env)
         stored = read_settings_file(settings_file(env))
         provider = getattr(args, "provider", None) or stored.get("provider", "deepseek")
         if provider not in PROVIDERS:
@@ -187,6 +211,7 @@ class Settings:
             mcp_servers=stored.get("mcpServers"),
             permissions=stored.get("permissions"),
             store=store,
+            portable_root=portable,
         )
 
 

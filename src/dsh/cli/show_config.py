@@ -1,7 +1,10 @@
 """``dsh config [FILE]``: check the plugin tree that would boot, and print it.
 
 The tree is FILE, else ``--config``, else the built-in profile the global options
-select (printed even without an API key: the key is never part of it). The check
+select (printed even without an API key: the key is never part of it), in its
+portable spelling: the default sessions root is written by its origin
+(``${DSH_HOME}/sessions``, ...), so a saved tree follows the environment it later
+boots in (see :mod:`dsh.cli.profile`). The check
 (:func:`~dsh.cli.tree_check.check_tree`) parses, resolves and validates every
 entry without starting anything. A valid tree is printed as YAML on stdout (a
 file as it is written); with ``--check`` only a one-line verdict is printed.
@@ -35,7 +38,7 @@ async def command(args: argparse.Namespace) -> int:
     try:
         if args.file is not None:
             args.config = args.file
-        tree = resolve_tree(Settings.from_args(args), need_key=False)
+        tree = resolve_tree(Settings.from_args(args), need_key=False, portable=True)
     except CliError as error:
         return report(error)
     verdict = check(tree)

@@ -2,9 +2,10 @@
 
 :func:`check_tree` parses the file and its includes, resolves each plugin name
 (importing its module) and validates each entry's ``config`` against the plugin's
-``Config``. It does not run any plugin, so problems that only appear at start (a
-missing API key, an unreachable directory, an ``inject`` nothing provides) are
-found when the tree boots, not here.
+``Config`` as the loader does (a path field's ``$NAME`` must be set; a relative
+path resolves against the entry's file). It does not run any plugin, so problems
+that only appear at start (a missing API key, an unreachable directory, an
+``inject`` nothing provides) are found when the tree boots, not here.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _check_entries(entries: Iterable[PluginEntry], problems: list[str]) -> int:
         where = f'{entry.file}: entry "{entry.id}" ({entry.name})'
         try:
             info = describe(resolve_plugin(entry.name, entry.file.parent))
-            validate_config(info.name, info.config_model, entry.config)
+            validate_config(info.name, info.config_model, entry.config, base_dir=entry.file.parent)
         except KernelError as error:
             problems.append(f"{where}: {error}")
     return count

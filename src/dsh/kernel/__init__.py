@@ -4,7 +4,15 @@ It imports nothing else of dsh. See ``docs/architecture.md`` for the contracts.
 """
 
 from dsh.kernel.abort import AbortController, AbortError, AbortSignal, aborted_signal
-from dsh.kernel.config import ConfigError, KernelError, validate_config
+from dsh.kernel.config import (
+    ConfigError,
+    ConfigPath,
+    KernelError,
+    escape_path,
+    expand_config_path,
+    expand_path,
+    validate_config,
+)
 from dsh.kernel.context import Context
 from dsh.kernel.effects import Disposer, Effect, EffectBody
 from dsh.kernel.events import (
@@ -36,6 +44,7 @@ __all__ = [
     "AbortSignal",
     "BailEvent",
     "ConfigError",
+    "ConfigPath",
     "Context",
     "Disposer",
     "Effect",
@@ -59,6 +68,9 @@ __all__ = [
     "WaterfallEvent",
     "aborted_signal",
     "describe",
+    "escape_path",
+    "expand_config_path",
+    "expand_path",
     "include",
     "load_entries",
     "load_tree",

@@ -23,7 +23,15 @@ module. A module is used as a plugin through its namespace (``name``, ``inject``
 ``!env NAME`` reads an environment variable (None when unset) and
 ``!env [NAME, default]`` falls back to ``default``.
 
-:func:`load_tree` awaits each entry's ``ctx.plugin(...)`` before the next. When one
+A config field that names a place on disk (a :data:`~dsh.kernel.config.ConfigPath`,
+such as a persistence ``root``) takes ``$NAME`` / ``${NAME}`` and a leading ``~``; a
+relative one resolves against the folder of the file holding the entry (not the
+working directory), so a tree kept next to its data boots the same from anywhere.
+The loader validates each entry's config itself, with that folder as the base
+directory (:func:`~dsh.kernel.config.validate_config`), before loading the plugin;
+an include's ``config.path`` expands the same way.
+
+:func:`load_tree` loads each entry (as ``ctx.plugin(...)`` would) and awaits it before the next. When one
 fails, the fibers it already loaded are disposed (last first) and a
 :class:`LoaderError` names the file, the entry and the cause. :func:`load_entries`
 does the same for :class:`PluginEntry` objects built in code.
@@ -52,8 +60,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
-from dsh.kernel.config import KernelError
-from dsh.kernel.plugin import PluginSpec
+from dsh.kernel.config import ConfigPath, KernelError, expand_path, validate_config
+from dsh.kernel.plugin import PluginSpec, describe
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -198,7 +206,10 @@ def _include_target(entry: PluginEntry) -> Path:
     path = (entry.config or {}).get("path")
     if not isinstance(path, str) or not path:
         raise LoaderError(f'{entry.file}: entry "{entry.id}" (include) needs config.path, the tree file to include')
-    return (entry.file.parent / path).resolve()
+    try:
+        return Path(expand_path(path, entry.file.parent)).resolve()
+    except ValueError as error:
+        raise LoaderError(f'{entry.file}: entry "{entry.id}" (include): config.path {error}') from None
 
 
 # ------------------------------------------------------------------------ resolve
@@ -333,9 +344,10 @@ class IncludeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str
-    """The tree file to load; a relative path resolves against the working directory
-    when the plugin is loaded directly, against the including file from a tree."""
+    path: ConfigPath
+    """The tree file to load (``~`` and ``$NAME`` expanded); a relative path resolves
+    against the working directory when the plugin is loaded directly, against the
+    including file from a tree."""
 
 
 async def _apply_include(ctx: Context, config: IncludeConfig) -> None:
@@ -362,9 +374,9 @@ async def load_entries(ctx: Context, entries: Sequence[PluginEntry]) -> list[Fib
 
     For trees built in code (no YAML to write and parse): the entries are used as
     given, without the checks :func:`parse_tree` makes on a file (well-formed, unique
-    ids). Each ``entry.file`` anchors the entry's relative paths and names it in
-    errors; an ``include`` entry loads the file its ``config.path`` names. Same
-    result and failure rules as :func:`load_tree`.
+    ids). Each ``entry.file`` anchors the entry's relative paths (plugin files and
+    config paths) and names it in errors; an ``include`` entry loads the file its
+    ``config.path`` names. Same result and failure rules as :func:`load_tree`.
     """
     return await _load(ctx, entries, parsed=False)
 
@@ -419,14 +431,16 @@ def _parsed_include(children: tuple[PluginEntry, ...]) -> PluginSpec:
 
 
 def _start(ctx: Context, entry: PluginEntry, where: str, parsed: bool) -> Fiber:
-    config: Mapping[str, Any] | None = entry.config
     try:
         if entry.is_include:
             plugin: object = _parsed_include(entry.children) if parsed else include
-            config = {**(entry.config or {}), "path": str(_include_target(entry))}
+            config: object = {**(entry.config or {}), "path": str(_include_target(entry))}
         else:
             plugin = resolve_plugin(entry.name, entry.file.parent)
-        return ctx.plugin(plugin, config)
+            config = entry.config
+        info = describe(plugin)
+        # validated here, where the entry's folder is known, so its relative paths resolve against it
+        return ctx._load(info, validate_config(info.name, info.config_model, config, base_dir=entry.file.parent))
     except KernelError as error:
         raise LoaderError(f"{where}: {error}") from error
 

@@ -26,7 +26,7 @@ from dsh.core.bash import (
     SandboxSupport,
 )
 from dsh.core.errors import HarnessError
-from dsh.kernel import Context
+from dsh.kernel import ConfigPath, Context
 from dsh.plugins.bash_local.env import ChildEnv, EnvPolicy
 from dsh.plugins.bash_local.process import BashInternals, OutputListener, RunningBash, run_bash
 from dsh.plugins.bash_local.reaper import Reaper
@@ -62,16 +62,18 @@ class LocalBashConfig(BaseModel):
     (exact names, or ``PREFIX*``) beyond the built-in allowlist; ``env`` sets fixed
     values. Nothing else of dsh's environment reaches a command. ``sandbox`` is the
     OS sandbox (:class:`~dsh.plugins.bash_local.sandbox.SandboxConfig`).
+    ``cwd``, ``sessionFiles`` and ``sandbox.writable`` are :data:`~dsh.kernel.ConfigPath`
+    values: ``~`` and ``$NAME`` expanded, a relative one resolved against the tree file.
     """
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
-    cwd: str | None = None
+    cwd: ConfigPath | None = None
     timeout_ms: float = Field(120_000, alias="timeoutMs")
     max_timeout_ms: float = Field(600_000, alias="maxTimeoutMs")
     max_output_bytes: float = Field(64_000, alias="maxOutputBytes")
     max_spill_bytes: float = Field(100_000_000, alias="maxSpillBytes")
-    session_files: str | None = Field(None, alias="sessionFiles")
+    session_files: ConfigPath | None = Field(None, alias="sessionFiles")
     max_session_spill_bytes: float = Field(500_000_000, alias="maxSessionSpillBytes")
     env_allow: tuple[str, ...] = Field((), alias="envAllow")
     env: dict[str, str] = Field(default_factory=dict)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from dsh.core.approval import PermissionMode
 from dsh.core.bash import ConfinedMode, SandboxPolicy, SandboxSupport
 from dsh.core.errors import HarnessError
+from dsh.kernel import ConfigPath
 from dsh.plugins.bash_local.bwrap import bwrap_prefix, find_bwrap
 from dsh.plugins.bash_local.landlock import create_ruleset, landlock_abi, trampoline_prefix
 
@@ -47,14 +48,15 @@ class SandboxConfig(BaseModel):
     session's mode applies); absent, commands run unconfined. ``backend`` forces
     ``bwrap`` or ``landlock`` (default ``auto``). ``writable`` adds directories that
     ``workspace-write`` commands may write beneath, next to the workspace and the
-    temp directory.
+    temp directory (``~`` and ``$NAME`` expanded; a relative entry resolves against
+    the tree file, and is refused in a config built in code).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: PermissionMode | None = None
     backend: BackendChoice = "auto"
-    writable: tuple[str, ...] = ()
+    writable: tuple[ConfigPath, ...] = ()
 
     @field_validator("writable")
     @classmethod

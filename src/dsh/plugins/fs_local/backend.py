@@ -36,7 +36,7 @@ from dsh.core.fs import (
     TextWindow,
     is_within,
 )
-from dsh.kernel import Context
+from dsh.kernel import ConfigPath, Context
 from dsh.plugins.fs_local.text import (
     SNIFF_BYTES,
     binary_kind,
@@ -50,12 +50,13 @@ from dsh.plugins.fs_local.text import (
 
 class LocalFsConfig(BaseModel):
     """``root``: the workspace of callers without a session cwd (default: the process cwd);
-    ``extraDirs``: directories every workspace may also use."""
+    ``extraDirs``: directories every workspace may also use. Both are
+    :data:`~dsh.kernel.ConfigPath` values (``~`` and ``$NAME`` expanded, relative to the tree file)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    root: str | None = None
-    extra_dirs: list[str] = Field(default_factory=list, alias="extraDirs")
+    root: ConfigPath | None = None
+    extra_dirs: list[ConfigPath] = Field(default_factory=list, alias="extraDirs")
 
 
 def _kind(mode: int) -> FileKind:

@@ -8,8 +8,10 @@ Config (YAML keys camelCase; snake_case accepted too):
   ``$DSH_SNAPSHOT_OVERRIDE``; an empty path means none. When it exists, it replaces
   the script derived from ``file``.
 
-The environment is read only for keys the config leaves out (or null). Relative
-paths are made absolute against the working directory at apply time.
+The environment is read only for keys the config leaves out (or null). Config paths
+take ``~`` and ``$NAME`` (:data:`~dsh.kernel.ConfigPath`) and a relative one, in a
+tree file, resolves against that file's folder; any other relative path is made
+absolute against the working directory at apply time.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.core.errors import HarnessError
 from dsh.core.llm import LLM, LLM_STREAM, GenerateOptions, StreamChunk
-from dsh.kernel import Context, Effect
+from dsh.kernel import ConfigPath, Context, Effect
 from dsh.plugins.llm_replay.player import play_entry
 from dsh.plugins.llm_replay.script import load_replay_script
 
@@ -38,8 +40,8 @@ class Config(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
-    file: str | None = None
-    override_file: str | None = Field(default=None, alias="overrideFile")
+    file: ConfigPath | None = None
+    override_file: ConfigPath | None = Field(default=None, alias="overrideFile")
 
 
 def install_llm_replay(ctx: Context, config: Config) -> Effect:

@@ -26,7 +26,7 @@ from dsh.core.persistence import (
     run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader
-from dsh.kernel import Context
+from dsh.kernel import ConfigPath, Context
 from dsh.plugins.persistence_jsonl.checksum import seal
 from dsh.plugins.persistence_jsonl.files import (
     append_durably,
@@ -44,7 +44,8 @@ from dsh.plugins.persistence_jsonl.scan import intact_bytes, parse_header_line, 
 
 
 class JsonlConfig(BaseModel):
-    """``root``: the directory holding the session logs (required; made absolute once).
+    """``root``: the directory holding the session logs (required; a :data:`~dsh.kernel.ConfigPath`:
+    ``~`` and ``$NAME`` expanded, relative to the tree file; made absolute once).
 
     ``syncIntervalMs``: when set, a checkpoint (the write of each finished step) also
     fsyncs the log once that many milliseconds have passed since the log's last fsync,
@@ -54,7 +55,7 @@ class JsonlConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    root: str = Field(min_length=1)
+    root: ConfigPath = Field(min_length=1)
     sync_interval_ms: int | None = Field(default=None, ge=0, alias="syncIntervalMs")
 
 

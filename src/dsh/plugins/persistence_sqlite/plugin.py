@@ -12,7 +12,7 @@ from functools import partial
 from typing import TypeAlias, TypeVar, cast
 
 from msgspec import UNSET
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from dsh.core.persistence import (
     MISSING,
@@ -27,7 +27,7 @@ from dsh.core.persistence import (
     run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader
-from dsh.kernel import Context
+from dsh.kernel import Context, expand_config_path
 from dsh.plugins.persistence_sqlite.scan import scan_rows
 from dsh.plugins.persistence_sqlite.schema import open_database
 
@@ -46,11 +46,17 @@ _UPSERT_SESSION = (
 
 
 class SqliteConfig(BaseModel):
-    """``path``: the database file (made absolute, parents created 0700), or ``":memory:"``."""
+    """``path``: the database file (a :data:`~dsh.kernel.ConfigPath`: ``~`` and ``$NAME`` expanded,
+    relative to the tree file; made absolute, parents created 0700), or ``":memory:"``."""
 
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(min_length=1)
+
+    @field_validator("path")
+    @classmethod
+    def _expand(cls, value: str, info: ValidationInfo) -> str:
+        return value if value == ":memory:" else expand_config_path(value, info)
 
 
 def _header(
