@@ -88,6 +88,19 @@ class PersistenceBackend(ABC):
         """
         await self.append_batch(meta, events, materialized)
 
+    def write_batch_now(self, meta: SessionHeader, events: Sequence[SessionEvent]) -> bool:
+        """Write ``events`` like :meth:`write_batch` does, at once, on the event loop; or decline.
+
+        Called only for a log that is stored already (materialized), with no other hook
+        of ``meta.id`` in flight, and ``events`` contiguous, continuing it. Returns True
+        once the batch is written as :meth:`write_batch` writes it; False to decline,
+        having written nothing: the coordinator then awaits :meth:`write_batch`. Meant
+        for a write that costs less than a hop to a worker thread (one ``write`` into
+        the OS's cache); it must never wait on the disk. On failure it raises with
+        nothing of the batch stored. The default declines.
+        """
+        return False
+
     async def sync_log(self, meta: SessionHeader) -> None:  # noqa: B027 - optional hook with a no-op default
         """Make every :meth:`write_batch` of ``meta.id`` durable.
 
