@@ -47,10 +47,11 @@ class StoredPrefix:
 class PersistenceBackend(ABC):
     """Storage hooks over one storage medium (files, a database, a dict).
 
-    Every hook is async and may raise; the coordinator passes failures to whoever
-    called the service. Headers and events are immutable values, shared with the live
-    session and the caller: a hook may keep them; it encodes them itself (once, as it
-    writes them). ``name`` labels the backend in diagnostics.
+    Every hook but :meth:`write_batch_now` is async, and any may raise; the coordinator
+    passes failures to whoever called the service. Headers and events are immutable
+    values, shared with the live session and the caller: a hook may keep them; it
+    encodes them itself (once, as it writes them). ``name`` labels the backend in
+    diagnostics.
     """
 
     name: str
