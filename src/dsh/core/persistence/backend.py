@@ -47,10 +47,11 @@ class StoredPrefix:
 class PersistenceBackend(ABC):
     """Storage hooks over one storage medium (files, a database, a dict).
 
-    Every hook is async and may raise; the coordinator passes failures to whoever
-    called the service. Headers and events are immutable values, shared with the live
-    session and the caller: a hook may keep them; it encodes them itself (once, as it
-    writes them). ``name`` labels the backend in diagnostics.
+    Every hook but :meth:`write_batch_now` is async, and any may raise; the coordinator
+    passes failures to whoever called the service. Headers and events are immutable
+    values, shared with the live session and the caller: a hook may keep them; it
+    encodes them itself (once, as it writes them). ``name`` labels the backend in
+    diagnostics.
     """
 
     name: str
@@ -87,6 +88,19 @@ class PersistenceBackend(ABC):
         durably; a backend whose sync is costly writes without it.
         """
         await self.append_batch(meta, events, materialized)
+
+    def write_batch_now(self, meta: SessionHeader, events: Sequence[SessionEvent]) -> bool:
+        """Write ``events`` like :meth:`write_batch` does, at once, on the event loop; or decline.
+
+        Called only for a log that is stored already (materialized), with no other hook
+        of ``meta.id`` in flight, and ``events`` contiguous, continuing it. Returns True
+        once the batch is written as :meth:`write_batch` writes it; False to decline,
+        having written nothing: the coordinator then awaits :meth:`write_batch`. Meant
+        for a write that costs less than a hop to a worker thread (one ``write`` into
+        the OS's cache); it must never wait on the disk. On failure it raises with
+        nothing of the batch stored. The default declines.
+        """
+        return False
 
     async def sync_log(self, meta: SessionHeader) -> None:  # noqa: B027 - optional hook with a no-op default
         """Make every :meth:`write_batch` of ``meta.id`` durable.

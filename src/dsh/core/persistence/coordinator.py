@@ -14,7 +14,8 @@ over a backend's storage hooks:
 * ``session/checkpoint`` writes the buffered events that storage does not hold yet
   (:meth:`~dsh.core.persistence.backend.PersistenceBackend.write_batch`: they survive
   the process's death, not necessarily the machine's) and trims the buffer once they
-  are written;
+  are written; when nothing precedes it, a backend that can write them at once does so
+  before the listener returns (no task, nothing for the dispatch to await);
 * ``session/flush`` appends the buffered events that storage does not hold yet and
   trims the buffer only once they are durable; it also syncs what checkpoints wrote
   (:meth:`~dsh.core.persistence.backend.PersistenceBackend.sync_log`) when nothing is
@@ -230,14 +231,52 @@ class PersistenceCoordinator:
         """
         return asyncio.get_running_loop().create_task(self._flush(session))
 
-    def checkpoint(self, session: Session) -> asyncio.Task[None]:
+    def checkpoint(self, session: Session) -> asyncio.Future[None] | None:
         """Write every event buffered for ``session``, without waiting for a sync.
 
         Like :meth:`flush`, but the events need only survive this process's death;
         the next flush makes them durable. A failed checkpoint loses nothing: the
         buffer is trimmed only after a successful write.
+
+        The write is done before this returns, and None is returned (the dispatch has
+        nothing to await), when nothing else of the session's id is in flight, its
+        adoption succeeded and either nothing is buffered or its log is stored and the
+        backend writes the buffer at once
+        (:meth:`~dsh.core.persistence.backend.PersistenceBackend.write_batch_now`); a
+        failure of that write is returned as a failed future. Otherwise the write is
+        chained like a flush's and its task is returned.
         """
+        try:
+            if self._write_now(session):
+                return None
+        except Exception as error:
+            return _rejected(error)
         return asyncio.get_running_loop().create_task(self._flush(session, sync=False))
+
+    def _write_now(self, session: Session) -> bool:
+        """Write the buffer of ``session`` now, when nothing precedes it (:meth:`checkpoint`); False when it cannot."""
+        id = session.header.id
+        if id in self._chains:
+            return False
+        init = self._inits.get(session)
+        if init is not None and (not init.done() or init.cancelled() or init.exception() is not None):
+            return False
+        buffer = self._buffers.get(session)
+        if not buffer:
+            return True
+        state = self._states.get(id)
+        if state is None or not state.materialized:
+            return False
+        count = len(buffer)
+        # seqs only grow along a buffer, so matching ends mean it continues the log without a gap
+        if buffer[0].seq != state.cursor or buffer[-1].seq != state.cursor + count - 1:
+            return False
+        if not self._backend.write_batch_now(state.meta, buffer[:]):
+            return False
+        state.unsynced = True
+        state.cursor += count
+        del buffer[:count]
+        return True
 
     def _buffer(self, session: Session, event: SessionEvent) -> None:
         """Buffer a logged event (the immutable value itself)."""

@@ -315,17 +315,19 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         cache, cheaper than the hop to a worker thread. When ``syncIntervalMs`` has
         passed since the log's last fsync, the append is fsynced, in the executor.
         """
+        if materialized and self.write_batch_now(meta, events):
+            return
+        await self._append(meta, events, materialized, sync=materialized)
+        self._synced(meta.id)
+
+    def write_batch_now(self, meta: SessionHeader, events: Sequence[SessionEvent]) -> bool:
+        """The write of :meth:`write_batch` to an existing log, on the loop; declined when an fsync is due."""
         id = meta.id
-        if materialized and self._sync_due(id):
-            await self._append(meta, events, materialized, sync=True)
-            self._synced(id)
-            return
-        if not materialized:
-            await self._append(meta, events, materialized, sync=False)
-            self._synced(id)
-            return
+        if self._sync_due(id):
+            return False
         data = _encode_lines(_event_lines(events))
         self._write_batch(id, log_path(self.root, cwd_of(meta), id), data, True, sync=False)
+        return True
 
     async def sync_log(self, meta: SessionHeader) -> None:
         id = meta.id

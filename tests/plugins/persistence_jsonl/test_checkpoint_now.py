@@ -1,0 +1,82 @@
+"""A JSONL checkpoint of a stored log is one unsynced write made before the listener returns.
+
+The coordinator hands the buffer to ``write_batch_now``, which writes it on the loop
+(no task, no worker thread); when ``syncIntervalMs`` has passed since the last fsync it
+declines, and the chained write fsyncs in the executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from dsh.core.session import SESSION_FLUSH, Session
+from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
+from dsh.plugins.persistence_jsonl import files as jsonl_files
+from dsh.testing.harness import Harness
+from dsh.testing.scripted import text_response
+from tests.plugins.persistence_jsonl.test_checkpoint import on_disk, types_of
+
+
+def note(session: Session, words: str) -> None:
+    session.append(
+        "context/message",
+        {"content": [{"type": "text", "text": words}], "source": {"kind": "plugin", "plugin": "test"}},
+    )
+
+
+def counting_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    syncs: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        syncs.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(jsonl_files.os, "fsync", counting)
+    return syncs
+
+
+async def test_a_checkpoint_of_a_stored_log_is_written_before_the_listener_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    syncs = counting_fsyncs(monkeypatch)
+    async with Harness([text_response("hello")], invariants_plugin=False) as h:
+        backend = (await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})).instance
+        assert isinstance(backend, SessionPersistenceJsonl)
+        agent = h.agent()
+        id = agent.session.header.id
+        agent.send([{"type": "text", "text": "hi"}])
+        await agent.when_idle()
+        await h.ctx.parallel(SESSION_FLUSH, agent.session)
+        note(agent.session, "x")
+        syncs.clear()
+        assert backend.coordinator.checkpoint(agent.session) is None
+        assert types_of(on_disk(root, id))[-1] == "context/message"
+        assert syncs == []
+
+
+async def test_a_checkpoint_due_for_an_fsync_is_chained_and_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    syncs = counting_fsyncs(monkeypatch)
+    async with Harness([text_response("hello")], invariants_plugin=False) as h:
+        backend = (await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root), "syncIntervalMs": 0})).instance
+        assert isinstance(backend, SessionPersistenceJsonl)
+        agent = h.agent()
+        id = agent.session.header.id
+        agent.send([{"type": "text", "text": "hi"}])
+        await agent.when_idle()
+        await h.ctx.parallel(SESSION_FLUSH, agent.session)
+        note(agent.session, "x")
+        syncs.clear()
+        pending = backend.coordinator.checkpoint(agent.session)
+        assert isinstance(pending, asyncio.Task)
+        await pending
+        assert types_of(on_disk(root, id))[-1] == "context/message"
+        assert len(syncs) == 1
