@@ -635,6 +635,7 @@ FROZEN: dict[str, list[str]] = {
         "read_lines",
         "to_stat",
     ],
+    "dsh.plugins.gc_tuning": ["DEFAULT_THRESHOLDS", "TUNINGS", "Config", "apply", "inject", "name"],
     "dsh.plugins.invariants": ["Config", "InvariantError", "SessionTrace", "apply", "check_event", "inject", "name"],
     "dsh.plugins.llm_replay": [
         "FILE_ENV",
