@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import dsh.adapters.deepseek as llm_deepseek
+import dsh.plugins.gc_tuning as gc_tuning
 import dsh.plugins.invariants as invariants
 import dsh.plugins.llm_retry as llm_retry
 import dsh.plugins.tool_bash as tool_bash
@@ -60,6 +61,8 @@ class StackOptions:
     ``fs_root`` loads the local filesystem (rooted there) and the file tools.
     ``freeze_startup`` freezes the start-up objects as the ``dsh`` process does (see
     :func:`boot`). ``compaction`` loads the compaction plugin (with the adapter).
+    ``gc_tuning`` loads ``gc-tuning`` last, as the built-in profiles do (a ``dsh batch``
+    worker's tree ends with it): the collector's thresholds, the boot frozen.
     """
 
     base_url: str | None = None
@@ -73,6 +76,7 @@ class StackOptions:
     loop: bool = True
     freeze_startup: bool = False
     compaction: bool = False
+    gc_tuning: bool = False
 
 
 async def _noop(_args: Any, _execution: ToolExecution) -> tuple[ContentBlock, ...]:
@@ -132,6 +136,8 @@ async def boot(options: StackOptions) -> Context:
         await ctx.plugin(tool_fs)
     if options.loop:
         await ctx.plugin(AgentLoop, {"agents": []})
+    if options.gc_tuning:
+        await ctx.plugin(gc_tuning)
     if options.freeze_startup and not _FROZEN:
         _FROZEN.append(True)
         gc.freeze()

@@ -15,6 +15,9 @@ gets a connection pool without a cap (its shipped session allows 100 connections
 which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
 session's timeouts (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total;
 the adapter bounds each read itself). The bare reader uses the same session settings.
+The agents' process loads ``gc-tuning`` last, as every built-in profile and ``dsh batch``
+worker does; the bare reader's process gets the same collector settings, so the floor
+it sets is measured under the same collector.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from dsh.agent_loop import AGENT_LOOP
 from dsh.core.agent import AgentOptions
 from dsh.core.llm import LLM, TextDeltaChunk, text
 from dsh.core.session import SESSION_EVENT, AssistantChunkEvent, Session, SessionEvent
+from dsh.plugins.gc_tuning import TUNINGS
+from dsh.plugins.gc_tuning import Config as GcConfig
 from dsh.testing.wire import sent_at_stamps
 from dshbench.probe import Probe, peak_rss_kb
 from dshbench.stack import MODEL, StackOptions, boot
@@ -68,7 +73,7 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
                 last[0] = (time.process_time(), time.perf_counter())
 
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
-        options = StackOptions(persistence="jsonl", store=scratch, invariants=False, bash=False)
+        options = StackOptions(persistence="jsonl", store=scratch, invariants=False, bash=False, gc_tuning=True)
         ctx = await boot(options)
         session = _http_session()
         adapter = DeepSeekAdapter("bench-key", params["baseUrl"], models=[MODEL], session=session)
@@ -120,9 +125,13 @@ async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, 
                     if delta and delta[0]["delta"].get("content"):
                         arrivals.append((delta[0]["delta"]["content"], now))
 
-    async with _http_session() as session:
-        with probe.region() as span:
-            await asyncio.gather(*(read(session) for _ in range(params["agents"])))
+    untune = TUNINGS.add(GcConfig())  # the collector as gc-tuning sets it for dsh
+    try:
+        async with _http_session() as session:
+            with probe.region() as span:
+                await asyncio.gather(*(read(session) for _ in range(params["agents"])))
+    finally:
+        untune()
     chunks = sorted(delay for _, delay in _delays(arrivals))
     return {
         "cpu": span.cpu,
