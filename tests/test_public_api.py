@@ -249,6 +249,7 @@ FROZEN: dict[str, list[str]] = {
         "FsWriteIntent",
         "GlobResult",
         "Newline",
+        "PathCheck",
         "TextFile",
         "TextWindow",
         "Workspace",

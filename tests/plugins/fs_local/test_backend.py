@@ -233,7 +233,7 @@ async def test_write_refusals(local: Local) -> None:
 
 
 async def test_a_failed_rename_removes_the_temp_file(local: Local, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(_src: str, _dst: str) -> None:
+    def broken(_src: str, _dst: str, **_dir_fds: int) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)

@@ -8,15 +8,23 @@ A session may have an editor attached (:meth:`FileSystem.attach_editor`, see
 :mod:`dsh.core.fs.editor`): its text reads and writes then go through the editor.
 A backend (``fs-local``) fills in the abstract ``_``-methods, which receive resolved
 absolute paths. Every failure is an :class:`FsError` naming the fix.
+
+The fence binds what is opened, not only the name asked for: :meth:`FileSystem.resolve`
+checks the path's real path up front (the early, clear refusal), and each operation also
+hands the backend a :data:`~dsh.core.fs.PathCheck` it must call with the real path of the
+descriptor it opened (for a write: of the directory the file is created and renamed in)
+before reading or writing anything. A path component swapped for a symlink leading out
+between the two (by a concurrent bash command, say) is then refused just the same.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from msgspec import UNSET
@@ -31,6 +39,7 @@ from dsh.core.fs.types import (
     FsWriteIntent,
     GlobResult,
     Newline,
+    PathCheck,
     TextFile,
     TextWindow,
     Workspace,
@@ -87,14 +96,14 @@ class FileSystem(Service, ABC):
         session_id = workspace.session_id
         return None if session_id is UNSET or not self._editors else self._editors.get(session_id)
 
-    async def _editor_file(self, editor: EditorFiles, path: str) -> TextFile | None:
+    async def _editor_file(self, editor: EditorFiles, path: str, check: PathCheck) -> TextFile | None:
         """The editor's view of ``path`` (None when it is no regular file: the backend says why)."""
-        stat = await self._stat(path)
+        stat = await self._stat(path, check)
         if stat is None or stat.kind != "file":
             return None
         if editor.reads:
             return as_text_file(stat, await editor.read(path))
-        file = await self._read_text(path)
+        file = await self._read_text(path, check)
         raw = file.text.replace("\n", "\r\n") if file.newline == "\r\n" else file.text
         return TextFile(path=file.path, text=file.text, newline=file.newline, stat=versioned(file.stat, raw))
 
@@ -104,7 +113,16 @@ class FileSystem(Service, ABC):
         Relative paths resolve against the root and ``~`` expands. Raises ``FsError``
         ``INVALID_PATH`` for an empty path and ``OUTSIDE_WORKSPACE`` when the path, with
         its symlinks followed, lies outside every root and no ``fs/access`` listener
-        allows it.
+        allows it. The backend checks again what it opens (see :meth:`_fence`).
+        """
+        return self._fence(workspace, path, operation)[0]
+
+    def _fence(self, workspace: Workspace, path: str, operation: str) -> tuple[str, PathCheck]:
+        """:meth:`resolve`, and the :data:`PathCheck` the backend applies to what it opens.
+
+        The check accepts, at the cost of one string comparison, the real path this call
+        already accepted; another inside the workspace; and an outside one only when an
+        ``fs/access`` listener allows it (asked again, with that real path).
         """
         if not path.strip():
             raise FsError("the path is empty: give a file path (relative to the workspace or absolute)", "INVALID_PATH")
@@ -112,11 +130,21 @@ class FileSystem(Service, ABC):
             raise FsError("the path contains a NUL character: give a plain file path", "INVALID_PATH", path)
         resolved = os.path.normpath(os.path.join(workspace.root, os.path.expanduser(path)))
         real = self._real_path(resolved)
-        if is_within(real, self._real_roots(workspace)):
-            return resolved
+        roots = self._real_roots(workspace)
+        if not is_within(real, roots):
+            self._outside(workspace, resolved, real, operation)
+
+        def check(opened: str) -> None:
+            if opened != real and not is_within(opened, roots):
+                self._outside(workspace, resolved, opened, operation)
+
+        return resolved, check
+
+    def _outside(self, workspace: Workspace, resolved: str, real: str, operation: str) -> None:
+        """Return if an ``fs/access`` listener allows ``resolved`` (real path ``real``); else refuse it."""
         request = FsAccessRequest(workspace=workspace, path=resolved, real_path=real, operation=operation)
         if self.ctx.waterfall(FS_ACCESS, request, inner=lambda: False) is True:
-            return resolved
+            return
         via = f" (a symlink to {real})" if real != resolved else ""
         allowed = ", ".join(workspace.roots)
         raise FsError(
@@ -128,13 +156,13 @@ class FileSystem(Service, ABC):
     # ------------------------------------------------------------ operations
     async def stat(self, workspace: Workspace, path: str) -> FileStat | None:
         """The stat of ``path`` (symlinks followed), or None when nothing is there."""
-        resolved = self.resolve(workspace, path, "stat")
+        resolved, check = self._fence(workspace, path, "stat")
         editor = self._editor(workspace)
         if editor is not None:
-            file = await self._editor_file(editor, resolved)
+            file = await self._editor_file(editor, resolved, check)
             if file is not None:
                 return file.stat
-        return await self._stat(resolved)
+        return await self._stat(resolved, check)
 
     async def read_window(
         self, workspace: Workspace, path: str, offset: int = 1, limit: int = 2000, max_line_chars: int = 2000
@@ -144,22 +172,22 @@ class FileSystem(Service, ABC):
         The backend streams the file: memory use follows the window, not the file size.
         Raises ``FsError`` (``NOT_FOUND``, ``IS_DIRECTORY``, ``BINARY``, ``NOT_UTF8`` …).
         """
-        resolved = self.resolve(workspace, path, "read")
+        resolved, check = self._fence(workspace, path, "read")
         editor = self._editor(workspace)
-        file = None if editor is None else await self._editor_file(editor, resolved)
+        file = None if editor is None else await self._editor_file(editor, resolved, check)
         if file is not None:
             window = window_of(file, offset, limit, max_line_chars)
         else:
-            window = await self._read_window(resolved, offset, limit, max_line_chars)
+            window = await self._read_window(resolved, check, offset, limit, max_line_chars)
         self._observed(workspace, "read", window.stat)
         return window
 
     async def read_text(self, workspace: Workspace, path: str) -> TextFile:
         """The whole UTF-8 text of ``path`` (CRLF read as ``"\\n"`` when the file uses it)."""
-        resolved = self.resolve(workspace, path, "read")
+        resolved, check = self._fence(workspace, path, "read")
         editor = self._editor(workspace)
-        found = None if editor is None else await self._editor_file(editor, resolved)
-        file = found if found is not None else await self._read_text(resolved)
+        found = None if editor is None else await self._editor_file(editor, resolved, check)
+        file = found if found is not None else await self._read_text(resolved, check)
         self._observed(workspace, "read", file.stat)
         return file
 
@@ -181,7 +209,8 @@ class FileSystem(Service, ABC):
 
     async def list_dir(self, workspace: Workspace, path: str) -> tuple[FileStat, ...]:
         """The entries of directory ``path`` by name (links not followed)."""
-        return await self._list_dir(self.resolve(workspace, path, "list"))
+        resolved, check = self._fence(workspace, path, "list")
+        return await self._list_dir(resolved, check)
 
     async def glob(self, workspace: Workspace, pattern: str, path: str = ".", limit: int = 100) -> GlobResult:
         """Files under ``path`` matching the relative glob ``pattern`` (``**`` spans
@@ -205,7 +234,7 @@ class FileSystem(Service, ABC):
         operation: Literal["write", "replace"],
         expected: str | None,
     ) -> FileStat:
-        resolved = self.resolve(workspace, path, operation)
+        resolved, check = self._fence(workspace, path, operation)
         intent = FsWriteIntent(
             workspace=workspace,
             path=resolved,
@@ -218,11 +247,11 @@ class FileSystem(Service, ABC):
         if lock is None:
             lock = self._locks[resolved] = asyncio.Lock()
         editor = self._editor(workspace)
-        write = (
-            self._write if editor is None or not editor.writes else lambda intent: self._editor_write(editor, intent)
-        )
+        write: Callable[[FsWriteIntent, PathCheck], Awaitable[FileStat]] = self._write
+        if editor is not None and editor.writes:
+            write = functools.partial(self._editor_write, editor)
         async with lock:
-            stat = await self.ctx.waterfall(FS_WRITE_INTENT, intent, inner=lambda: write(intent))
+            stat = await self.ctx.waterfall(FS_WRITE_INTENT, intent, inner=lambda: write(intent, check))
         self._observed(workspace, "write", stat)
         return stat
 
@@ -231,12 +260,12 @@ class FileSystem(Service, ABC):
         if self.ctx.listener_count(FS_OBSERVED):
             self.ctx.emit(FS_OBSERVED, FsObservation(workspace=workspace, operation=operation, stat=stat))
 
-    async def _editor_write(self, editor: EditorFiles, intent: FsWriteIntent) -> FileStat:
+    async def _editor_write(self, editor: EditorFiles, intent: FsWriteIntent, check: PathCheck) -> FileStat:
         """Write ``intent`` through ``editor``: ``replace`` first checks the editor's text is
         still at version ``expected``; the result is versioned by the text written."""
         path = intent.path
-        current = await self._editor_file(editor, path)
-        if current is None and await self._stat(path) is not None:
+        current = await self._editor_file(editor, path, check)
+        if current is None and await self._stat(path, check) is not None:
             raise FsError(f"{path} is a directory: give the path of a file to write", "IS_DIRECTORY", path)
         if intent.operation == "replace" and (current is None or current.stat.version != intent.expected):
             raise FsError(f"{path} changed since it was read: read it again and redo the change", "STALE", path)
@@ -268,24 +297,29 @@ class FileSystem(Service, ABC):
     def _real_path(self, path: str) -> str:
         """``path`` with every symlink resolved (a missing tail kept as is)."""
 
+    # Each method taking a ``check`` calls it with the real path of what it opened (the
+    # descriptor itself, or the directory a write lands in) before using it; see PathCheck.
     @abstractmethod
-    async def _stat(self, path: str) -> FileStat | None:
+    async def _stat(self, path: str, check: PathCheck) -> FileStat | None:
         """The stat of ``path`` following links; None when it does not exist."""
 
     @abstractmethod
-    async def _read_window(self, path: str, offset: int, limit: int, max_line_chars: int) -> TextWindow:
+    async def _read_window(
+        self, path: str, check: PathCheck, offset: int, limit: int, max_line_chars: int
+    ) -> TextWindow:
         """See :meth:`read_window`."""
 
     @abstractmethod
-    async def _read_text(self, path: str) -> TextFile:
+    async def _read_text(self, path: str, check: PathCheck) -> TextFile:
         """See :meth:`read_text`."""
 
     @abstractmethod
-    async def _write(self, intent: FsWriteIntent) -> FileStat:
-        """Write ``intent`` atomically; for ``replace``, check ``intent.expected`` first."""
+    async def _write(self, intent: FsWriteIntent, check: PathCheck) -> FileStat:
+        """Write ``intent`` atomically; for ``replace``, check ``intent.expected`` first, on the
+        same directory entry the rename replaces."""
 
     @abstractmethod
-    async def _list_dir(self, path: str) -> tuple[FileStat, ...]:
+    async def _list_dir(self, path: str, check: PathCheck) -> tuple[FileStat, ...]:
         """See :meth:`list_dir`."""
 
     @abstractmethod

@@ -9,6 +9,7 @@ inode, modification time and size; an atomic replace always makes a new inode).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 from msgspec import UNSET, Struct, UnsetType
@@ -34,6 +35,18 @@ FsErrorCode: TypeAlias = Literal[
     "DENIED",
     "IO_ERROR",
 ]
+
+
+PathCheck: TypeAlias = Callable[[str], None]
+"""The workspace fence of one operation, handed to a backend with the path it acts on.
+
+A backend calls it with the real path of the object it actually opened (the kernel's
+name of an open descriptor, or of the directory a write lands in), after the open and
+before the first byte is read or written. It returns when that path lies inside the
+workspace (or is the one the service already checked, or an ``fs/access`` listener
+allows it) and raises :class:`FsError` ``OUTSIDE_WORKSPACE`` otherwise, so a symlink
+swapped in between the service's check and the backend's open cannot lead outside.
+"""
 
 
 class FsError(HarnessError):

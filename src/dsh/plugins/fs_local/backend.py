@@ -11,15 +11,27 @@ file keeps its permission bits, a new one gets ``0666`` minus the process umask,
 missing parent directories are created. A write through a symlink replaces the file it
 points to, never the link. Text only: a binary file is refused naming its type and size,
 and bytes that are not UTF-8 are refused naming the line.
+
+The workspace fence binds the objects used, not the names: a read opens the file and
+passes the real path of that descriptor (``/proc/self/fd/N``) to the service's
+:data:`~dsh.core.fs.PathCheck` before reading a byte; a stat and a listing do the same
+with the path or directory they opened. A write opens the target's directory (``O_PATH``),
+checks that descriptor's real path, and creates, renames and stats the file relative to
+it (``dir_fd``), so the version check of a ``replace`` and its rename concern one
+directory entry; a missing parent is created only inside a directory checked the same
+way. A symlink swapped into the path after the service's check (by a concurrent command)
+therefore cannot lead a read, write, stat or listing out of the workspace. Glob results
+are checked by their real paths.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import glob as globbing
 import os
+import secrets
 import stat as stats
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -32,6 +44,7 @@ from dsh.core.fs import (
     FsError,
     FsWriteIntent,
     GlobResult,
+    PathCheck,
     TextFile,
     TextWindow,
     is_within,
@@ -91,7 +104,8 @@ def _directory(path: str) -> FsError:
     )
 
 
-def _open_file(path: str) -> tuple[int, os.stat_result]:
+def _open_file(path: str, check: PathCheck) -> tuple[int, os.stat_result]:
+    """The open file ``path`` with its stat, once ``check`` accepted the descriptor's real path."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
     except FileNotFoundError as error:
@@ -100,6 +114,7 @@ def _open_file(path: str) -> tuple[int, os.stat_result]:
         raise _directory(path) from error
     except OSError as error:
         raise FsError(f"cannot open {path}: {error.strerror}", "IO_ERROR", path, error) from error
+    _checked(fd, path, check)
     result = os.fstat(fd)
     if stats.S_ISREG(result.st_mode):
         return fd, result
@@ -146,17 +161,68 @@ INLINE_READ_BYTES = 64 * 1024
 """Files up to this size are read on the event loop; larger ones in a worker thread."""
 
 
-def _stat_or_none(path: str) -> FileStat | None:
-    try:
-        return to_stat(path, os.stat(path))
-    except FileNotFoundError:
-        return None
-
-
 _FD_LINKS = "/proc/self/fd"
 """Where Linux names each open file descriptor's path (absent elsewhere)."""
 
 _O_PATH = getattr(os, "O_PATH", 0)
+_O_HANDLE = (_O_PATH or os.O_NONBLOCK) | os.O_CLOEXEC
+"""Opens a path to name or stat it, nothing read (without ``O_PATH``: read-only, a FIFO not waited on)."""
+
+
+def opened_path(fd: int, path: str) -> str:
+    """The real path of the open descriptor ``fd`` (opened as ``path``).
+
+    The kernel names the object itself, so a link swapped into ``path`` after the open
+    does not change the answer. Without ``/proc`` the name is walked again instead.
+    """
+    try:
+        return os.readlink(f"{_FD_LINKS}/{fd}")
+    except OSError:  # pragma: no cover - /proc not mounted: the name's walk, not bound to the descriptor
+        return os.path.realpath(path)
+
+
+def _checked(fd: int, path: str, check: PathCheck, tail: str = "") -> int:
+    """``fd`` once ``check`` accepted its real path (joined with ``tail``); closed if refused."""
+    try:
+        real = opened_path(fd, path)
+        check(os.path.join(real, tail) if tail else real)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _stat_now(path: str, check: PathCheck) -> FileStat | None:
+    try:
+        fd = os.open(path, _O_HANDLE)
+    except FileNotFoundError:
+        return None
+    try:
+        check(opened_path(fd, path))
+        return to_stat(path, os.fstat(fd))
+    finally:
+        os.close(fd)
+
+
+def _open_directory(directory: str, tail: str, check: PathCheck) -> int:
+    """A descriptor of ``directory`` (``O_PATH``), once ``check`` accepted the real path
+    ``tail`` has under it (closed if refused).
+
+    A missing directory is made in its parent, opened and checked this way first, so
+    nothing is created outside the workspace either.
+    """
+    try:
+        fd = os.open(directory, _O_HANDLE | os.O_DIRECTORY)
+    except FileNotFoundError:
+        parent, name = os.path.split(directory)
+        parent_fd = _open_directory(parent, os.path.join(name, tail), check)
+        try:
+            with contextlib.suppress(FileExistsError):  # made meanwhile, by a concurrent write
+                os.mkdir(name, dir_fd=parent_fd)
+            fd = os.open(name, _O_HANDLE | os.O_DIRECTORY, dir_fd=parent_fd)
+        finally:
+            os.close(parent_fd)
+    return _checked(fd, directory, check, tail)
 
 
 def real_path(path: str) -> str:
@@ -203,11 +269,13 @@ class LocalFileSystem(FileSystem):
     def _real_path(self, path: str) -> str:
         return real_path(path)
 
-    async def _stat(self, path: str) -> FileStat | None:
-        return _stat_or_none(path)
+    async def _stat(self, path: str, check: PathCheck) -> FileStat | None:
+        return _stat_now(path, check)
 
-    async def _read_window(self, path: str, offset: int, limit: int, max_line_chars: int) -> TextWindow:
-        fd, result = _open_file(path)
+    async def _read_window(
+        self, path: str, check: PathCheck, offset: int, limit: int, max_line_chars: int
+    ) -> TextWindow:
+        fd, result = _open_file(path, check)
         if result.st_size <= INLINE_READ_BYTES:
             return self._window(fd, result, path, offset, limit, max_line_chars)
         return await off_loop(self._window, fd, result, path, offset, limit, max_line_chars)
@@ -237,8 +305,8 @@ class LocalFileSystem(FileSystem):
             cut_lines=cut,
         )
 
-    async def _read_text(self, path: str) -> TextFile:
-        fd, result = _open_file(path)
+    async def _read_text(self, path: str, check: PathCheck) -> TextFile:
+        fd, result = _open_file(path, check)
         if result.st_size <= INLINE_READ_BYTES:
             return self._text(fd, result, path)
         return await off_loop(self._text, fd, result, path)
@@ -256,56 +324,76 @@ class LocalFileSystem(FileSystem):
             text = text.replace("\r\n", "\n")
         return TextFile(path=path, text=text, newline=newline, stat=to_stat(path, result))
 
-    async def _write(self, intent: FsWriteIntent) -> FileStat:
-        return await off_loop(self._write_now, intent)
+    async def _write(self, intent: FsWriteIntent, check: PathCheck) -> FileStat:
+        return await off_loop(self._write_now, intent, check)
 
-    def _write_now(self, intent: FsWriteIntent) -> FileStat:
-        target = real_path(intent.path)
+    def _write_now(self, intent: FsWriteIntent, check: PathCheck) -> FileStat:
+        path = intent.path
+        directory, base = os.path.split(real_path(path))
         try:
-            current: os.stat_result | None = os.stat(target)
-        except (FileNotFoundError, NotADirectoryError):
+            dfd = _open_directory(directory, base, check)
+        except OSError as error:
+            raise FsError(f"cannot write {path}: {error.strerror}", "IO_ERROR", path, error) from error
+        try:
+            return self._write_in(dfd, base, intent)
+        finally:
+            os.close(dfd)
+
+    def _write_in(self, dfd: int, base: str, intent: FsWriteIntent) -> FileStat:
+        """Write ``intent`` as the entry ``base`` of the checked directory ``dfd``: the version
+        check, the temporary file, the rename and the final stat all name that one entry."""
+        path = intent.path
+        try:
+            current: os.stat_result | None = os.stat(base, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
             current = None
         if current is not None and stats.S_ISDIR(current.st_mode):
-            raise _directory(intent.path)
-        if intent.operation == "replace" and (current is None or to_stat(target, current).version != intent.expected):
+            raise _directory(path)
+        if current is not None and stats.S_ISLNK(current.st_mode):  # swapped in since its real path was taken
             raise FsError(
-                f"{intent.path} changed on disk since it was read: read it again and redo the change",
-                "STALE",
-                intent.path,
+                f"{path} changed while it was being written (it became a symlink): write it again", "STALE", path
             )
-        data = _encode(
-            intent.text if intent.newline == "\n" else intent.text.replace("\n", intent.newline), intent.path
-        )
+        if intent.operation == "replace" and (current is None or to_stat(path, current).version != intent.expected):
+            raise FsError(
+                f"{path} changed on disk since it was read: read it again and redo the change",
+                "STALE",
+                path,
+            )
+        data = _encode(intent.text if intent.newline == "\n" else intent.text.replace("\n", intent.newline), path)
         mode = stats.S_IMODE(current.st_mode) if current is not None else self.new_file_mode
-        directory = os.path.dirname(target)
+        temp = f".{base}.{secrets.token_hex(4)}.dsh-tmp"
         try:
-            os.makedirs(directory, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".", suffix=".dsh-tmp")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dfd)
         except OSError as error:
-            raise FsError(f"cannot write {intent.path}: {error.strerror}", "IO_ERROR", intent.path, error) from error
+            raise FsError(f"cannot write {path}: {error.strerror}", "IO_ERROR", path, error) from error
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fchmod(file.fileno(), mode)
                 os.fsync(file.fileno())
-            os.replace(temp, target)
+            os.replace(temp, base, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=dfd)
             raise
-        return to_stat(intent.path, os.stat(target))
+        return to_stat(path, os.stat(base, dir_fd=dfd, follow_symlinks=False))
 
-    async def _list_dir(self, path: str) -> tuple[FileStat, ...]:
-        return await off_loop(self._list_now, path)
+    async def _list_dir(self, path: str, check: PathCheck) -> tuple[FileStat, ...]:
+        return await off_loop(self._list_now, path, check)
 
-    def _list_now(self, path: str) -> tuple[FileStat, ...]:
+    def _list_now(self, path: str, check: PathCheck) -> tuple[FileStat, ...]:
         try:
-            names = sorted(os.listdir(path))
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError as error:
             raise _missing(path) from error
         except NotADirectoryError as error:
             raise FsError(f"{path} is a file, not a directory: read it with read", "NOT_A_FILE", path) from error
-        return tuple(to_stat(os.path.join(path, name), os.lstat(os.path.join(path, name))) for name in names)
+        try:
+            check(opened_path(fd, path))
+            names = sorted(os.listdir(fd))
+            return tuple(to_stat(os.path.join(path, name), os.lstat(name, dir_fd=fd)) for name in names)
+        finally:
+            os.close(fd)
 
     async def _glob(self, base: str, pattern: str, limit: int, roots: Sequence[str]) -> GlobResult:
         return await off_loop(self._glob_now, base, pattern, limit, roots)
