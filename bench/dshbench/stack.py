@@ -61,8 +61,8 @@ class StackOptions:
     ``fs_root`` loads the local filesystem (rooted there) and the file tools.
     ``freeze_startup`` freezes the start-up objects as the ``dsh`` process does (see
     :func:`boot`). ``compaction`` loads the compaction plugin (with the adapter).
-    ``gc_tuning`` loads ``gc-tuning`` last, as the built-in profiles do (a ``dsh batch``
-    worker's tree ends with it): the collector's thresholds, the boot frozen.
+    ``gc_tuning`` loads ``gc-tuning`` last, as a ``dsh batch`` worker does once its tree
+    booted: the collector's thresholds, the boot frozen.
     """
 
     base_url: str | None = None

@@ -49,10 +49,9 @@ async def test_config_prints_the_default_profile_without_a_key(
         "compaction",
         "session-persistence-jsonl",
         "llm-deepseek",
-        "gc-tuning",
     ]
-    assert entries[-2].config == {"models": ["deepseek-v4-flash", "deepseek-v4-pro"]}
-    assert entries[-3].config == {"root": str(root)}
+    assert entries[-1].config == {"models": ["deepseek-v4-flash", "deepseek-v4-pro"]}
+    assert entries[-2].config == {"root": str(root)}
     assert "DEEPSEEK_API_KEY" not in out
 
 
@@ -61,12 +60,12 @@ async def test_config_reflects_the_demo_invariants_and_model_options(capsys: pyt
     entries = yaml.safe_load(capsys.readouterr().out)
     names = [entry["name"] for entry in entries]
     assert "invariants" in names
-    assert entries[-2] == {"id": "model", "name": "dsh.plugins.demo", "config": {"models": ["demo-2"]}}
+    assert entries[-1] == {"id": "model", "name": "dsh.plugins.demo", "config": {"models": ["demo-2"]}}
 
 
 async def test_config_check_prints_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     assert await amain(["config", "--check"]) == 0
-    assert capsys.readouterr().out == "the built-in default profile: ok (20 plugins)\n"
+    assert capsys.readouterr().out == "the built-in default profile: ok (19 plugins)\n"
     assert await amain(["config", "--check", str(PROJECT / "examples" / "base.yml")]) == 0
     assert capsys.readouterr().out == f"{PROJECT / 'examples' / 'base.yml'}: ok (9 plugins)\n"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,10 +25,6 @@ def settings(tmp_path: Path, **values: object) -> Settings:
     return Settings.from_args(namespace(sessions_root=str(tmp_path / "s"), cwd=str(tmp_path), **values), env)
 
 
-def _model(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(entry for entry in entries if entry["id"] == "model")
-
-
 def test_the_default_profile_serves_deepseek_and_stores_jsonl(tmp_path: Path) -> None:
     entries = profile_entries(settings(tmp_path))
     by_id = {entry["id"]: entry for entry in entries}
@@ -47,16 +42,15 @@ def test_the_default_profile_serves_deepseek_and_stores_jsonl(tmp_path: Path) ->
     }
     assert by_id["agent-loop"]["config"] == {"agents": [], "maxSteps": 100}
     assert "invariants" not in by_id
-    assert entries[-1] == {"id": "gc-tuning", "name": "gc-tuning"}  # last: it freezes what the others booted
 
 
 def test_a_model_outside_the_defaults_is_added_and_invariants_are_optional(tmp_path: Path) -> None:
     chosen = settings(tmp_path, model="deepseek-chat", invariants=True)
     entries = profile_entries(chosen)
-    assert _model(entries)["config"]["models"] == ["deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"]
+    assert entries[-1]["config"]["models"] == ["deepseek-v4-flash", "deepseek-v4-pro", "deepseek-chat"]
     assert any(entry["name"] == "invariants" for entry in entries)
     assert profile_model(chosen) == "deepseek-chat"
-    assert _model(profile_entries(settings(tmp_path, model="deepseek-v4-pro")))["config"]["models"] == [
+    assert profile_entries(settings(tmp_path, model="deepseek-v4-pro"))[-1]["config"]["models"] == [
         "deepseek-v4-flash",
         "deepseek-v4-pro",
     ]
@@ -64,7 +58,7 @@ def test_a_model_outside_the_defaults_is_added_and_invariants_are_optional(tmp_p
 
 def test_the_demo_profile_swaps_the_model_plugin(tmp_path: Path) -> None:
     demo = settings(tmp_path, demo=True, key=False)
-    assert _model(profile_entries(demo)) == {"id": "model", "name": "dsh.plugins.demo", "config": {"models": ["demo"]}}
+    assert profile_entries(demo)[-1] == {"id": "model", "name": "dsh.plugins.demo", "config": {"models": ["demo"]}}
     assert profile_model(demo) == "demo"
     assert profile_model(settings(tmp_path)) == DEFAULT_MODEL
 

@@ -307,8 +307,7 @@ async def test_a_config_tree_without_a_model_fails_the_turn(
     tmp_path: Path, sessions_root: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = Settings.from_args(namespace(sessions_root=str(sessions_root), cwd=str(workspace), demo=True), {})
-    entries = [entry for entry in profile_entries(settings) if entry["id"] != "model"]
-    tree = write_tree(tmp_path / "tree.yml", entries)
+    tree = write_tree(tmp_path / "tree.yml", profile_entries(settings)[:-1])
     assert await amain(["run", "--config", str(tree), "hi"]) == EXIT_FAILED
     assert "has no model" in capsys.readouterr().err
 

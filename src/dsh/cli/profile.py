@@ -27,9 +27,7 @@ as the YAML tree that boots the same:
 the settings file adds the ``mcp`` plugin running those servers; the standard
 OpenTelemetry variables asking for an exporter (``OTEL_EXPORTER_OTLP_ENDPOINT``,
 ``OTEL_TRACES_EXPORTER``, see :func:`dsh.plugins.otel.exporter_requested`) add the
-``otel`` plugin, which needs ``pip install 'dsh[otel]'``. An agent tree ends with
-``gc-tuning`` (the garbage collector's thresholds for a process hosting many agents,
-and the booted objects frozen out of its scans). A storage tree
+``otel`` plugin, which needs ``pip install 'dsh[otel]'``. A storage tree
 (``sessions`` and persistence only) serves ``dsh sessions``.
 
 Paths: the booted profile names the sessions root (the JSONL ``root`` and bash-local's
@@ -215,7 +213,6 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent", *, portable:
         if model not in models:
             models.append(model)
         entries.append(_entry("model", "llm-deepseek", {"models": models}))
-    entries.append(_entry("gc-tuning", "gc-tuning"))  # last: it freezes the booted tree out of collections
     return entries
 
 

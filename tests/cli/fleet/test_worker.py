@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from dsh.cli.fleet.tasks import BatchTask
 from dsh.cli.fleet.worker import CONTINUE_PROMPT, FleetWorker, Job
 from dsh.cli.profile import resolve_tree
 from dsh.cli.settings import Settings
+from dsh.plugins import gc_tuning
 from dsh.testing.wire import WireServer
 from tests.cli.fleet.conftest import respond
 from tests.cli.helpers import log_of, namespace
@@ -46,8 +48,11 @@ async def test_runs_jobs_as_agents_and_reports_usage_and_the_end(tmp_path: Path,
     try:
         info = await worker.info()
         result = await worker.run(Job(task=task(tmp_path / "w", max_turns=1), session_id="s-1"))
+        assert gc.get_threshold() == gc_tuning.DEFAULT_THRESHOLDS  # a worker hosts many agents: gc-tuning
+        assert gc.get_freeze_count() > 0
     finally:
         await worker.close()
+    assert not gc_tuning.TUNINGS.active
     assert info.pid > 0
     assert (result.id, result.session_id, result.end_reason, result.attempts) == ("one", "s-1", "completed", 1)
     assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 7)

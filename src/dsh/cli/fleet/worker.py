@@ -39,6 +39,7 @@ from dsh.core.llm import PluginSource, text, variant_tag
 from dsh.core.session import InterruptedReason, SessionMeta, UserMessageEvent
 from dsh.core.usage import summarize_usage
 from dsh.kernel import Context, PluginSpec
+from dsh.plugins import gc_tuning
 
 CONTINUE_PROMPT = (
     "This task's previous run was interrupted: the worker running it stopped. Continue the task from where it "
@@ -109,7 +110,9 @@ class FleetWorker:
         async with self._booting:
             if self._root is None:
                 os.environ.update(self.environ)
-                self._root = await self._stack.enter_async_context(booted(self.tree))
+                root = await self._stack.enter_async_context(booted(self.tree))
+                await root.plugin(gc_tuning)  # after the boot: it freezes the booted tree out of collections
+                self._root = root
             return self._root
 
     async def close(self) -> None:
