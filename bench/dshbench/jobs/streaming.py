@@ -15,8 +15,9 @@ gets a connection pool without a cap (its shipped session allows 100 connections
 which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
 session's timeouts (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total;
 the adapter bounds each read itself). The bare reader uses the same session settings.
-The agents' process loads ``gc-tuning`` last, as a ``dsh batch`` worker does; the bare reader's process gets the same collector settings, so the floor
-it sets is measured under the same collector.
+The agents' process loads ``gc-tuning`` last, as a ``dsh batch`` worker does; the bare
+reader's process gets the same collector settings, so the floor it sets is measured
+under the same collector.
 """
 
 from __future__ import annotations
