@@ -240,9 +240,7 @@ def real_path(path: str) -> str:
         except OSError:
             return os.path.realpath(path)  # missing, a dangling link, a loop: the Python walk says what is left
         try:
-            real = os.readlink(f"{_FD_LINKS}/{fd}")
-        except OSError:  # pragma: no cover - /proc not mounted: the portable walk
-            return os.path.realpath(path)
+            real = opened_path(fd, path)
         finally:
             os.close(fd)
         if real.startswith("/") and not real.endswith(" (deleted)"):
