@@ -313,6 +313,7 @@ FROZEN: dict[str, list[str]] = {
     ],
     "dsh.core.mcp": ["MCP", "SERVER_NAME", "HttpServer", "McpHost", "ServerSpec", "SseServer", "StdioServer"],
     "dsh.core.persistence": [
+        "EARLY_WRITE",
         "MISSING",
         "POLL_INTERVAL_S",
         "SESSION_PERSISTENCE",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.core.persistence import EARLY_WRITE
 from dsh.core.session import SESSION_FLUSH, Session
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
 from dsh.plugins.persistence_jsonl import files as jsonl_files
@@ -80,3 +81,26 @@ async def test_a_checkpoint_due_for_an_fsync_is_chained_and_synced(
         await pending
         assert types_of(on_disk(root, id))[-1] == "context/message"
         assert len(syncs) == 1
+
+
+async def test_a_long_run_of_events_reaches_the_file_a_batch_at_a_time_before_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    syncs = counting_fsyncs(monkeypatch)
+    async with Harness([text_response("hello")], invariants_plugin=False) as h:
+        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
+        agent = h.agent()
+        id = agent.session.header.id
+        agent.send([{"type": "text", "text": "hi"}])
+        await agent.when_idle()
+        await h.ctx.parallel(SESSION_FLUSH, agent.session)
+        stored = len(on_disk(root, id))
+        syncs.clear()
+        for n in range(EARLY_WRITE * 2 + 3):
+            note(agent.session, f"note {n}")
+        # the flush left the buffer empty: two whole batches are written, the three after them wait
+        assert len(on_disk(root, id)) == stored + EARLY_WRITE * 2
+        assert syncs == []  # unsynced writes: the turn's flush makes them durable
+        await h.ctx.parallel(SESSION_FLUSH, agent.session)
+        assert len(on_disk(root, id)) == stored + EARLY_WRITE * 2 + 3

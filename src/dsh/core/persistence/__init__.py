@@ -18,7 +18,7 @@
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
 from dsh.core.persistence.coordinated import CoordinatedPersistence
-from dsh.core.persistence.coordinator import PersistenceCoordinator, cwd_of
+from dsh.core.persistence.coordinator import EARLY_WRITE, PersistenceCoordinator, cwd_of
 from dsh.core.persistence.dirs import make_private_dirs, unwritable_dir
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.follow import POLL_INTERVAL_S, continuing, not_stored, poll_log
@@ -45,6 +45,7 @@ from dsh.core.persistence.validation import assert_serializable, seed_covers_pre
 from dsh.core.session import SessionHeader
 
 __all__ = [
+    "EARLY_WRITE",
     "MISSING",
     "POLL_INTERVAL_S",
     "SESSION_PERSISTENCE",

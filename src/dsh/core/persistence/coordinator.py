@@ -7,7 +7,9 @@ over a backend's storage hooks:
   live session to its stored log (one of four adoption cases, below);
 * ``session/event`` puts each logged event into a write-behind buffer per session.
   Events are immutable values, so the buffer holds the logged event itself, and the
-  backend encodes it once, when it writes it. This listener goes before the
+  backend encodes it once, when it writes it. A buffer that reaches a multiple of
+  :data:`EARLY_WRITE` events is written then, as a checkpoint would, when the backend
+  can write it at once (see :meth:`PersistenceCoordinator._buffer`). This listener goes before the
   listeners already installed, so the buffer holds every event ``Session.append``
   logged, even one that a later listener rejects by raising (the event is in the log
   then, so it is persisted too);
@@ -110,6 +112,10 @@ class _State:
         if loaded is None or len(loaded.events) < self.cursor:
             return None
         return loaded.events[: self.cursor]
+
+
+EARLY_WRITE = 64
+"""Events a session buffers before the coordinator writes them without waiting for a checkpoint."""
 
 
 def cwd_of(meta: SessionHeader) -> str | None:
@@ -279,11 +285,28 @@ class PersistenceCoordinator:
         return True
 
     def _buffer(self, session: Session, event: SessionEvent) -> None:
-        """Buffer a logged event (the immutable value itself)."""
+        """Buffer a logged event (the immutable value itself); every :data:`EARLY_WRITE` events, write them early.
+
+        A long stream (thousands of chunk events before the next checkpoint) is then
+        encoded and written a batch at a time while it streams, not all at its end,
+        when a thousand sessions ending together would stall every stream in flight
+        for the encoding. The early write is the checkpoint's on-loop write
+        (:meth:`_write_now`), so a backend that cannot write at once, a session not
+        stored yet or anything else of its id in flight leave the events buffered
+        for the next checkpoint, as before; a failed early write is logged and the
+        events stay buffered (the checkpoint reports the failure).
+        """
         buffer = self._buffers.get(session)
         if buffer is None:
             buffer = self._buffers[session] = []
         buffer.append(event)
+        if len(buffer) % EARLY_WRITE == 0:
+            try:
+                self._write_now(session)
+            except Exception as error:
+                self._logger.warn(
+                    'early write of session "%s" failed (kept for its checkpoint): %s', session.header.id, error
+                )
 
     def _init_settled(self, session: Session, task: asyncio.Task[None]) -> None:
         error = None if task.cancelled() else task.exception()
