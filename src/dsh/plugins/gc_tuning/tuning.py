@@ -12,11 +12,13 @@ every chunk in flight waits that long (``docs/scaling.md``, session 8 of
   services. Cyclic garbage among them is never reclaimed (a boot leaves little). The
   freeze is a constant-time list splice: nothing is scanned to do it.
 * **thresholds** (default :data:`DEFAULT_THRESHOLDS`): a young collection waits for
-  that many more tracked allocations than frees (CPython's default is 700). Objects alive
-  at a young collection (a chunk in flight) are promoted towards the full generation,
-  and promotions are what trigger full collections; fewer young collections promote
-  fewer transient objects, so full ones come rarer. Each young pause scans at most that
-  many objects (a few milliseconds).
+  20,000 more tracked allocations than frees (CPython's default is 700), so transient
+  objects (a chunk in flight) are promoted far less often. The middle generation is
+  collected at every second young collection: what a burst of new agents leaves alive
+  moves to the old generation in small scans while the burst is still starting, not in
+  one scan of all of it seconds later. A full collection waits for 100 middle ones (and
+  CPython's own rule: the old generation grew by a quarter), so none falls inside a
+  stream of seconds; cyclic garbage that reached the old generation waits longer.
 
 The collector is process-wide, so the state is too: while any ``gc-tuning`` is loaded,
 the thresholds of the most recently loaded one apply; when the last one unloads the
@@ -37,8 +39,8 @@ from dsh.kernel import Context
 name = "gc-tuning"
 inject: list[str] = []
 
-DEFAULT_THRESHOLDS: tuple[int, int, int] = (20_000, 20, 10)
-"""Generation 0, 1 and 2 thresholds (CPython's defaults: 700, 10, 10)."""
+DEFAULT_THRESHOLDS: tuple[int, int, int] = (20_000, 2, 100)
+"""Generation 0, 1 and 2 thresholds (CPython's defaults: 700, 10, 10); measured in ``docs/benchmarks.md``, session 9."""
 
 
 class Config(BaseModel):
