@@ -100,4 +100,24 @@ async def run(plan: Plan) -> list[Metric]:
             total.samples.append(spent / extra * 1000)
             rss_short.samples.append(short["peakRssKB"] / 1024)
             rss_long.samples.append(long["peakRssKB"] / 1024)
-    return [metric for tool in TOOLS_IN_ORDER for metric in rows[tool]]
+    return [metric for tool in TOOLS_IN_ORDER for metric in rows[tool]] + _fs_against_bash(rows["fs"], rows["bash"])
+
+
+def _fs_against_bash(fs: tuple[Metric, ...], bash: tuple[Metric, ...]) -> list[Metric]:
+    """Issue 16's budget, round by round: a ``read`` + ``edit`` step's CPU over a bash ``true`` step's.
+
+    The budgeted row counts what each step costs the machine: the bash step's CPU
+    includes the ``bash`` process it starts (the file tools start none). The row of
+    the harness's own CPU alone, without the child, is printed beside it.
+    """
+    label = "`read` + `edit` step / bash `true` step"
+    machine = Metric(SCENARIO, f"{label}, CPU with child processes", "x", target=Target(1))
+    own = Metric(SCENARIO, f"{label}, the harness's own CPU", "x")
+    machine.samples += [ratio(f, b) for f, b in zip(fs[2].samples, bash[2].samples, strict=True)]
+    own.samples += [ratio(f, b) for f, b in zip(fs[0].samples, bash[0].samples, strict=True)]
+    return [machine, own]
+
+
+def ratio(part: float, whole: float) -> float:
+    """``part / whole``; 0 when ``whole`` is not positive (a round too noisy to measure)."""
+    return part / whole if whole > 0 else 0.0
