@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.core.agent import Agent
 from dsh.core.persistence import EARLY_WRITE
 from dsh.core.session import SESSION_FLUSH, Session
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl
@@ -41,19 +42,25 @@ def counting_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return syncs
 
 
+async def stored_turn(h: Harness, config: dict[str, object]) -> tuple[SessionPersistenceJsonl, Agent]:
+    """A JSONL backend with ``config`` under ``h`` and an agent whose one turn is flushed to its log."""
+    backend = (await h.ctx.plugin(SessionPersistenceJsonl, config)).instance
+    assert isinstance(backend, SessionPersistenceJsonl)
+    agent = h.agent()
+    agent.send([{"type": "text", "text": "hi"}])
+    await agent.when_idle()
+    await h.ctx.parallel(SESSION_FLUSH, agent.session)
+    return backend, agent
+
+
 async def test_a_checkpoint_of_a_stored_log_is_written_before_the_listener_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "sessions"
     syncs = counting_fsyncs(monkeypatch)
     async with Harness([text_response("hello")], invariants_plugin=False) as h:
-        backend = (await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})).instance
-        assert isinstance(backend, SessionPersistenceJsonl)
-        agent = h.agent()
+        backend, agent = await stored_turn(h, {"root": str(root)})
         id = agent.session.header.id
-        agent.send([{"type": "text", "text": "hi"}])
-        await agent.when_idle()
-        await h.ctx.parallel(SESSION_FLUSH, agent.session)
         note(agent.session, "x")
         syncs.clear()
         assert backend.coordinator.checkpoint(agent.session) is None
@@ -67,13 +74,8 @@ async def test_a_checkpoint_due_for_an_fsync_is_chained_and_synced(
     root = tmp_path / "sessions"
     syncs = counting_fsyncs(monkeypatch)
     async with Harness([text_response("hello")], invariants_plugin=False) as h:
-        backend = (await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root), "syncIntervalMs": 0})).instance
-        assert isinstance(backend, SessionPersistenceJsonl)
-        agent = h.agent()
+        backend, agent = await stored_turn(h, {"root": str(root), "syncIntervalMs": 0})
         id = agent.session.header.id
-        agent.send([{"type": "text", "text": "hi"}])
-        await agent.when_idle()
-        await h.ctx.parallel(SESSION_FLUSH, agent.session)
         note(agent.session, "x")
         syncs.clear()
         pending = backend.coordinator.checkpoint(agent.session)
@@ -89,12 +91,8 @@ async def test_a_long_run_of_events_reaches_the_file_a_batch_at_a_time_before_it
     root = tmp_path / "sessions"
     syncs = counting_fsyncs(monkeypatch)
     async with Harness([text_response("hello")], invariants_plugin=False) as h:
-        await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root)})
-        agent = h.agent()
+        _backend, agent = await stored_turn(h, {"root": str(root)})
         id = agent.session.header.id
-        agent.send([{"type": "text", "text": "hi"}])
-        await agent.when_idle()
-        await h.ctx.parallel(SESSION_FLUSH, agent.session)
         stored = len(on_disk(root, id))
         syncs.clear()
         for n in range(EARLY_WRITE * 2 + 3):
