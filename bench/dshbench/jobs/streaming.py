@@ -97,18 +97,18 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
         ctx = await boot(options)
         session = _http_session()
         adapter = DeepSeekAdapter("bench-key", params["baseUrl"], models=[MODEL], session=session)
+        sampler = asyncio.ensure_future(_sample_cpu(samples))
         try:
             ctx[LLM].register_adapter([MODEL], adapter)
             ctx.on(SESSION_EVENT, on_event)
             loop = ctx[AGENT_LOOP]
             agents = [loop.create(f"agent-{n}", AgentOptions(model=MODEL)) for n in range(params["agents"])]
-            sampler = asyncio.ensure_future(_sample_cpu(samples))
             with probe.region() as span:
                 for agent in agents:
                     agent.send([text("stream")])
                 await asyncio.gather(*(agent.when_idle() for agent in agents))
-            sampler.cancel()
         finally:
+            sampler.cancel()
             await ctx.dispose()
             await session.close()
     everyone = max(first.values())  # from here on, every stream is open at once

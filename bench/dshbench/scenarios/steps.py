@@ -16,6 +16,7 @@ Both turns of a pair run in the same round, so drift hits both alike.
 from __future__ import annotations
 
 import json
+import math
 
 from dsh.testing.wire import Finish, Reply, text_reply, tool_call
 from dshbench.child import run_served
@@ -113,11 +114,11 @@ def _fs_against_bash(fs: tuple[Metric, ...], bash: tuple[Metric, ...]) -> list[M
     label = "`read` + `edit` step / bash `true` step"
     machine = Metric(SCENARIO, f"{label}, CPU with child processes", "x", target=Target(1))
     own = Metric(SCENARIO, f"{label}, the harness's own CPU", "x")
-    machine.samples += [ratio(f, b) for f, b in zip(fs[2].samples, bash[2].samples, strict=True)]
-    own.samples += [ratio(f, b) for f, b in zip(fs[0].samples, bash[0].samples, strict=True)]
+    machine.samples += [_ratio(f, b) for f, b in zip(fs[2].samples, bash[2].samples, strict=True)]
+    own.samples += [_ratio(f, b) for f, b in zip(fs[0].samples, bash[0].samples, strict=True)]
     return [machine, own]
 
 
-def ratio(part: float, whole: float) -> float:
-    """``part / whole``; 0 when ``whole`` is not positive (a round too noisy to measure)."""
-    return part / whole if whole > 0 else 0.0
+def _ratio(part: float, whole: float) -> float:
+    """``part / whole``; infinite when ``whole`` is not positive (a round too noisy to measure fails the budget)."""
+    return part / whole if whole > 0 else math.inf

@@ -47,7 +47,7 @@ async def test_a_session_not_stored_yet_keeps_its_events_for_the_checkpoint(rig:
     await rig.init(session)
     for n in range(EARLY_WRITE * 2):
         say(session, f"word {n}")
-    assert "s1" not in backend(rig).storage.logs or stored(rig, "s1") == []
+    assert "s1" not in backend(rig).storage.logs  # no log yet: the events wait for the first checkpoint
     assert backend(rig).now == []
     await rig.flush(session)
     assert stored(rig, "s1") == list(range(EARLY_WRITE * 2))

@@ -8,7 +8,10 @@ declines, and the chained write fsyncs in the executor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,63 +45,68 @@ def counting_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return syncs
 
 
-async def stored_turn(h: Harness, config: dict[str, object]) -> tuple[SessionPersistenceJsonl, Agent]:
-    """A JSONL backend with ``config`` under ``h`` and an agent whose one turn is flushed to its log."""
-    backend = (await h.ctx.plugin(SessionPersistenceJsonl, config)).instance
-    assert isinstance(backend, SessionPersistenceJsonl)
-    agent = h.agent()
-    agent.send([{"type": "text", "text": "hi"}])
-    await agent.when_idle()
-    await h.ctx.parallel(SESSION_FLUSH, agent.session)
-    return backend, agent
+@dataclass
+class Stored:
+    """A JSONL backend under a harness, an agent whose first turn is flushed to its log, and the fsyncs since."""
+
+    harness: Harness
+    root: Path
+    backend: SessionPersistenceJsonl
+    agent: Agent
+    syncs: list[int]
+
+    @property
+    def id(self) -> str:
+        return self.agent.session.header.id
+
+
+@contextlib.asynccontextmanager
+async def stored_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **config: object) -> AsyncIterator[Stored]:
+    """:class:`Stored` over ``tmp_path / "sessions"`` with the backend's ``config`` added; ``syncs`` empty at entry."""
+    root = tmp_path / "sessions"
+    syncs = counting_fsyncs(monkeypatch)
+    async with Harness([text_response("hello")], invariants_plugin=False) as h:
+        backend = (await h.ctx.plugin(SessionPersistenceJsonl, {"root": str(root), **config})).instance
+        assert isinstance(backend, SessionPersistenceJsonl)
+        agent = h.agent()
+        agent.send([{"type": "text", "text": "hi"}])
+        await agent.when_idle()
+        await h.ctx.parallel(SESSION_FLUSH, agent.session)
+        syncs.clear()
+        yield Stored(h, root, backend, agent, syncs)
 
 
 async def test_a_checkpoint_of_a_stored_log_is_written_before_the_listener_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "sessions"
-    syncs = counting_fsyncs(monkeypatch)
-    async with Harness([text_response("hello")], invariants_plugin=False) as h:
-        backend, agent = await stored_turn(h, {"root": str(root)})
-        id = agent.session.header.id
-        note(agent.session, "x")
-        syncs.clear()
-        assert backend.coordinator.checkpoint(agent.session) is None
-        assert types_of(on_disk(root, id))[-1] == "context/message"
-        assert syncs == []
+    async with stored_turn(tmp_path, monkeypatch) as it:
+        note(it.agent.session, "x")
+        assert it.backend.coordinator.checkpoint(it.agent.session) is None
+        assert types_of(on_disk(it.root, it.id))[-1] == "context/message"
+        assert it.syncs == []
 
 
 async def test_a_checkpoint_due_for_an_fsync_is_chained_and_synced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "sessions"
-    syncs = counting_fsyncs(monkeypatch)
-    async with Harness([text_response("hello")], invariants_plugin=False) as h:
-        backend, agent = await stored_turn(h, {"root": str(root), "syncIntervalMs": 0})
-        id = agent.session.header.id
-        note(agent.session, "x")
-        syncs.clear()
-        pending = backend.coordinator.checkpoint(agent.session)
+    async with stored_turn(tmp_path, monkeypatch, syncIntervalMs=0) as it:
+        note(it.agent.session, "x")
+        pending = it.backend.coordinator.checkpoint(it.agent.session)
         assert isinstance(pending, asyncio.Task)
         await pending
-        assert types_of(on_disk(root, id))[-1] == "context/message"
-        assert len(syncs) == 1
+        assert types_of(on_disk(it.root, it.id))[-1] == "context/message"
+        assert len(it.syncs) == 1
 
 
 async def test_a_long_run_of_events_reaches_the_file_a_batch_at_a_time_before_its_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "sessions"
-    syncs = counting_fsyncs(monkeypatch)
-    async with Harness([text_response("hello")], invariants_plugin=False) as h:
-        _backend, agent = await stored_turn(h, {"root": str(root)})
-        id = agent.session.header.id
-        stored = len(on_disk(root, id))
-        syncs.clear()
+    async with stored_turn(tmp_path, monkeypatch) as it:
+        stored = len(on_disk(it.root, it.id))
         for n in range(EARLY_WRITE * 2 + 3):
-            note(agent.session, f"note {n}")
+            note(it.agent.session, f"note {n}")
         # the flush left the buffer empty: two whole batches are written, the three after them wait
-        assert len(on_disk(root, id)) == stored + EARLY_WRITE * 2
-        assert syncs == []  # unsynced writes: the turn's flush makes them durable
-        await h.ctx.parallel(SESSION_FLUSH, agent.session)
-        assert len(on_disk(root, id)) == stored + EARLY_WRITE * 2 + 3
+        assert len(on_disk(it.root, it.id)) == stored + EARLY_WRITE * 2
+        assert it.syncs == []  # unsynced writes: the turn's flush makes them durable
+        await it.harness.ctx.parallel(SESSION_FLUSH, it.agent.session)
+        assert len(on_disk(it.root, it.id)) == stored + EARLY_WRITE * 2 + 3
