@@ -333,6 +333,7 @@ FROZEN: dict[str, list[str]] = {
         "continuing",
         "cwd_of",
         "data_text",
+        "early_write_phase",
         "escape_lone_surrogates",
         "event_text",
         "header_text",

@@ -61,8 +61,12 @@ def say(session: Session, words: str) -> None:
 
 
 async def materialized(rig: Rig, id: str = "s1") -> Session:
-    """A live session, adopted, whose first event was checkpointed (the chained write creates the log)."""
-    await rig.mount()
+    """A live session, adopted, whose first event was checkpointed (the chained write creates the log).
+
+    Mounts the backend unless it is mounted already.
+    """
+    if rig.fiber is None:
+        await rig.mount()
     _fiber, session = await rig.live(id)
     await rig.init(session)
     say(session, "first")

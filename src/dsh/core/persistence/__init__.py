@@ -18,7 +18,7 @@
 
 from dsh.core.persistence.backend import MISSING, PersistenceBackend, StoredPrefix
 from dsh.core.persistence.coordinated import CoordinatedPersistence
-from dsh.core.persistence.coordinator import EARLY_WRITE, PersistenceCoordinator, cwd_of
+from dsh.core.persistence.coordinator import EARLY_WRITE, PersistenceCoordinator, cwd_of, early_write_phase
 from dsh.core.persistence.dirs import make_private_dirs, unwritable_dir
 from dsh.core.persistence.errors import PersistenceError
 from dsh.core.persistence.follow import POLL_INTERVAL_S, continuing, not_stored, poll_log
@@ -65,6 +65,7 @@ __all__ = [
     "continuing",
     "cwd_of",
     "data_text",
+    "early_write_phase",
     "escape_lone_surrogates",
     "event_text",
     "header_text",

@@ -7,9 +7,9 @@ over a backend's storage hooks:
   live session to its stored log (one of four adoption cases, below);
 * ``session/event`` puts each logged event into a write-behind buffer per session.
   Events are immutable values, so the buffer holds the logged event itself, and the
-  backend encodes it once, when it writes it. A buffer that reaches a multiple of
-  :data:`EARLY_WRITE` events is written then, as a checkpoint would, when the backend
-  can write it at once (see :meth:`PersistenceCoordinator._buffer`). This listener goes before the
+  backend encodes it once, when it writes it. Every :data:`EARLY_WRITE` events of a
+  session (at a phase its id sets) the buffer is written, as a checkpoint would, when
+  the backend can write it at once (see :meth:`PersistenceCoordinator._buffer`). This listener goes before the
   listeners already installed, so the buffer holds every event ``Session.append``
   logged, even one that a later listener rejects by raising (the event is in the log
   then, so it is persisted too);
@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -116,6 +117,17 @@ class _State:
 
 EARLY_WRITE = 64
 """Events a session buffers before the coordinator writes them without waiting for a checkpoint."""
+
+
+def early_write_phase(id: str) -> int:
+    """Where in its seq the session ``id`` writes early: it does so after event seq ``n`` when
+    ``(n + 1 + phase) % EARLY_WRITE == 0``.
+
+    A hash of the id (CRC-32), so the phase is the same in every process and spreads
+    sessions evenly: a thousand streams started together do not all reach their early
+    write in the same chunk, where together they would stall every stream in flight.
+    """
+    return zlib.crc32(id.encode("utf-8", "surrogatepass")) % EARLY_WRITE
 
 
 def cwd_of(meta: SessionHeader) -> str | None:
@@ -287,6 +299,8 @@ class PersistenceCoordinator:
     def _buffer(self, session: Session, event: SessionEvent) -> None:
         """Buffer a logged event (the immutable value itself); every :data:`EARLY_WRITE` events, write them early.
 
+        The early writes of a session fall at the :func:`early_write_phase` of its id.
+
         A long stream (thousands of chunk events before the next checkpoint) is then
         encoded and written a batch at a time while it streams, not all at its end,
         when a thousand sessions ending together would stall every stream in flight
@@ -300,7 +314,7 @@ class PersistenceCoordinator:
         if buffer is None:
             buffer = self._buffers[session] = []
         buffer.append(event)
-        if len(buffer) % EARLY_WRITE == 0:
+        if (event.seq + 1 + early_write_phase(session.header.id)) % EARLY_WRITE == 0:
             try:
                 self._write_now(session)
             except Exception as error:
