@@ -357,6 +357,7 @@ FROZEN: dict[str, list[str]] = {
         "SESSIONS",
         "SESSION_CHECKPOINT",
         "SESSION_CREATED",
+        "SESSION_DISPOSED",
         "SESSION_EVENT",
         "SESSION_FLUSH",
         "SESSION_FORMAT_VERSION",
@@ -712,6 +713,7 @@ FROZEN: dict[str, list[str]] = {
         "subject_of",
     ],
     "dsh.plugins.persistence_jsonl": [
+        "LOCKS_DIR",
         "NO_CWD_BUCKET",
         "JsonlConfig",
         "LogScan",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,12 +24,28 @@ def ray_cluster() -> Iterator[RayCluster]:
     cluster.stop()
 
 
-def respond(request: RecordedRequest) -> Entry:
+GATED_COMMAND = "touch started; while [ ! -e go ]; do sleep 0.02; done; echo ran >> ran.txt"
+"""The tool of a gated task: it says it started (``started``), then waits for a ``go`` file in its workspace."""
+
+
+def respond(request: RecordedRequest, command: str = TOOL_COMMAND) -> Entry:
     """Each task: first a bash call (its id from the task's prompt), then, once a tool result is in, an answer."""
     messages = request.json["messages"]
     if any(message["role"] == "tool" for message in messages):
         return text_reply("done", usage=Usage(20, 2))
     prompt = next(message["content"] for message in messages if message["role"] == "user")
     call_id = "call-" + prompt.replace(" ", "-")
-    arguments = json.dumps({"command": TOOL_COMMAND})
+    arguments = json.dumps({"command": command})
     return Reply([*tool_call(0, call_id, "bash", arguments), Finish("tool_calls", Usage(10, 5))])
+
+
+def respond_gated(request: RecordedRequest) -> Entry:
+    """:func:`respond` with :data:`GATED_COMMAND` for the tool: a task that holds its session until told to go."""
+    return respond(request, GATED_COMMAND)
+
+
+async def started(workspace: Path) -> None:
+    """Wait until a gated task's tool runs in ``workspace`` (its session is held, mid-turn)."""
+    async with asyncio.timeout(60):
+        while not (workspace / "started").exists():
+            await asyncio.sleep(0.02)

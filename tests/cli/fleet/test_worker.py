@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from msgspec import UNSET
 
 from dsh.cli.fleet import worker as worker_module
 from dsh.cli.fleet.tasks import BatchTask
 from dsh.cli.fleet.worker import CONTINUE_PROMPT, FleetWorker, Job
 from dsh.cli.profile import resolve_tree
 from dsh.cli.settings import Settings
+from dsh.core.session import Session
 from dsh.plugins import gc_tuning
 from dsh.testing.wire import WireServer
-from tests.cli.fleet.conftest import respond
+from tests.cli.fleet.conftest import respond, respond_gated, started
 from tests.cli.helpers import log_of, namespace
 
 
@@ -119,31 +123,76 @@ async def test_a_resumed_job_that_had_finished_is_reported_without_asking_again(
     assert len(server.requests) == asked + 2
 
 
+@pytest.fixture
+async def gated_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WireServer]:
+    async with WireServer(respond=respond_gated) as wire:
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", wire.base_url)
+        yield wire
+
+
 async def test_a_session_another_worker_holds_is_waited_for_then_refused(
-    tmp_path: Path, server: WireServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, gated_server: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """a held session is asked for again after a pause; past lock_wait_s the job's result names SESSION_LOCKED"""
-    root = tmp_path / "sessions"
-    holder = new_worker(root, server)
-    job = Job(task=task(tmp_path / "w"), session_id="s-5")
-    await holder.run(job)
-    refused = new_worker(root, server, lock_wait_s=0)
-    waiting = new_worker(root, server, lock_wait_s=60)
+    """a session held mid-turn is asked for again after a pause; past lock_wait_s the result names SESSION_LOCKED"""
+    root, workspace = tmp_path / "sessions", tmp_path / "w"
+    holder = new_worker(root, gated_server)
+    job = Job(task=task(workspace), session_id="s-5")
+    running = asyncio.ensure_future(holder.run(job))
+    refused = new_worker(root, gated_server, lock_wait_s=0)
+    waiting = new_worker(root, gated_server, lock_wait_s=60)
 
-    async def release() -> None:  # the pause (a clock) ends once the holder has let go
-        await holder.close()
+    async def let_go() -> None:  # the pause (a clock) ends once the holder's job has ended
+        (workspace / "go").touch()
+        await asyncio.wait((running,))
 
-    monkeypatch.setattr(worker_module, "pause_for_lock", release)
+    monkeypatch.setattr(worker_module, "pause_for_lock", let_go)
     try:
+        await started(workspace)
         locked = await refused.run(Job(task=job.task, session_id="s-5", attempt=2))
-        resumed = await waiting.run(Job(task=job.task, session_id="s-5", attempt=2))
+        resumed = await waiting.run(Job(task=job.task, session_id="s-5", attempt=2))  # the holder is still open
+        first = await running
     finally:
+        (workspace / "go").touch()
+        await asyncio.wait((running,))
         await holder.close()
         await refused.close()
         await waiting.close()
     assert locked.error
     assert locked.error.startswith("[SESSION_LOCKED]")
-    assert resumed.end_reason == "completed"
+    assert (first.end_reason, resumed.end_reason) == ("completed", "completed")
+    assert (workspace / "ran.txt").read_text() == "ran\n"  # the resume found the turn ended: nothing ran again
+
+
+async def test_a_worker_running_many_jobs_in_turn_keeps_no_session_and_no_lock_of_a_finished_one(
+    tmp_path: Path, server: WireServer
+) -> None:
+    """each finished job's session is flushed, forgotten and unlocked: another worker may take it at once"""
+    root = tmp_path / "sessions"
+    worker = new_worker(root, server)
+    other = new_worker(root, server)
+    try:
+        for n in range(12):
+            result = await worker.run(Job(task=task(tmp_path / f"w{n}", f"j{n}"), session_id=f"many-{n}"))
+            assert result.end_reason == "completed"
+        gc.collect()
+        kept = [held.id for held in gc.get_objects() if isinstance(held, Session) and held.id.startswith("many-")]
+        assert kept == []
+        assert open_lock_files() == []
+        again = await other.run(Job(task=task(tmp_path / "w0", "j0"), session_id="many-0", attempt=2))
+    finally:
+        await worker.close()
+        await other.close()
+    assert (again.end_reason, again.error) == ("completed", UNSET)
+
+
+def open_lock_files() -> list[str]:
+    """The writer lock files this process has open."""
+    paths = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # a descriptor closed while listing
+            paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return [path for path in paths if path.endswith(".lock")]
 
 
 async def test_the_pause_before_asking_again_is_the_retry_interval(monkeypatch: pytest.MonkeyPatch) -> None:

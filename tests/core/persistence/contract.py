@@ -19,6 +19,7 @@ from dsh.core.session import SESSION_CREATED, SessionMeta, UntypedEvent, header_
 from tests.core.persistence.follow_contract import FOLLOW_CONTRACT
 from tests.core.persistence.helpers import (
     CWD,
+    RETIRED_OR_BOUND,
     Rig,
     assistant_message,
     event,
@@ -385,9 +386,9 @@ async def does_not_reclaim_an_id_whose_abandoned_owner_still_has_buffered_unflus
     first_fiber, first = await rig.live("s1")
     await rig.init(first)
     replay(first, one_user_turn())
-    await first_fiber.dispose()
+    await first_fiber.dispose()  # retired (session/disposed): its buffer is appended, then it is forgotten
     _fiber, second = await rig.live("s1")
-    with pytest.raises(PersistenceError, match=r"already bound to a different live session") as raised:
+    with pytest.raises(PersistenceError, match=RETIRED_OR_BOUND) as raised:
         await rig.init(second)
     assert raised.value.code == "ID_COLLISION"
     loaded = await (await rig.remount()).load("s1")

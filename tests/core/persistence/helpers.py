@@ -96,6 +96,12 @@ def replay(session: Session, events: Sequence[SessionEvent]) -> None:
         session.append(item.type, to_json(item.data))  # type: ignore[union-attr]
 
 
+RETIRED_OR_BOUND = r"already has a persisted log on disk that does not match|already bound to a different live session"
+"""The refusal of a new session reusing the id of a disposed one that stored events (both ``ID_COLLISION``): the
+stored log's, once the disposed session's retirement (``session/disposed``) has forgotten it, else the still-bound
+owner's (the retirement in flight)."""
+
+
 @dataclass
 class BackendKit:
     """One backend under test: its plugin, a config over shared storage, a tail corrupter."""

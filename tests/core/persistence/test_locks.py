@@ -97,3 +97,20 @@ def test_a_symlinked_lock_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PersistenceError, match=r"cannot open the writer lock"):
         locks.acquire("s1")
     assert target.read_text() == "keep"
+
+
+def test_releasing_one_session_lets_another_writer_take_it_and_keeps_the_others(tmp_path: Path) -> None:
+    holder, other = WriterLocks(str(tmp_path)), WriterLocks(str(tmp_path))
+    holder.acquire("s1")
+    holder.acquire("s2")
+    holder.release("s1")
+    assert Path(holder.path("s1")).read_text() == ""  # the refusal names a holder no more
+    other.acquire("s1")
+    with pytest.raises(PersistenceError, match=r'session "s2" is in use') as raised:
+        other.acquire("s2")
+    assert raised.value.code == "SESSION_LOCKED"
+    holder.release("s1")  # not held any more: a no-op (the other instance keeps it)
+    with pytest.raises(PersistenceError, match=r'session "s1" is in use'):
+        holder.acquire("s1")
+    holder.close()
+    other.close()

@@ -43,6 +43,7 @@ from dsh.core.session import (
 from dsh.kernel import Context, KernelError, PluginSpec
 from tests.core.persistence.helpers import (
     CWD,
+    RETIRED_OR_BOUND,
     BackendKit,
     Rig,
     event,
@@ -369,15 +370,16 @@ async def test_a_claim_is_refused_when_the_persisted_log_vanished_from_storage(
 
 
 async def test_a_materialized_id_of_a_disposed_live_session_is_not_reclaimed(rig: Rig) -> None:
-    """(a detached owner that already wrote its log keeps the id bound)"""
+    """(a detached owner that already wrote its log: the retired id's stored log refuses a new session)"""
     await rig.mount()
     first_fiber, first = await rig.live("s1")
     replay(first, one_user_turn())
     await rig.flush(first)
     await first_fiber.dispose()
     _fiber, second = await rig.live("s1")
-    with pytest.raises(PersistenceError, match=r"already bound to a different live session"):
+    with pytest.raises(PersistenceError, match=RETIRED_OR_BOUND) as raised:
         await rig.init(second)
+    assert raised.value.code == "ID_COLLISION"
 
 
 async def test_a_flush_failure_keeps_the_buffer_and_a_retry_persists_it(rig: Rig, storage: MemoryStorage) -> None:

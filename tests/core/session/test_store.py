@@ -10,6 +10,7 @@ from dsh.core.errors import HarnessError
 from dsh.core.llm import UNSET, to_json
 from dsh.core.session import (
     SESSION_CREATED,
+    SESSION_DISPOSED,
     SESSION_EVENT,
     SESSION_FLUSH,
     SESSIONS,
@@ -158,6 +159,41 @@ async def test_rolls_back_the_session_and_on_append_when_a_session_created_liste
     again = store.create("p1")
     assert store.get("p1") is again
     assert again.on_append is not None
+
+
+async def test_disposing_the_creator_emits_session_disposed_once_after_the_session_left_the_store(
+    root: Context, store: SessionStore
+) -> None:
+    seen: list[tuple[Session, Session | None, object]] = []
+    root.on(SESSION_DISPOSED, lambda session: seen.append((session, store.get(session.id), session.on_append)))
+    fiber, session = await _creator(root, "owned")
+    assert seen == []
+    await fiber.dispose()
+    assert seen == [(session, None, None)]  # out of the store and silenced when the listeners hear of it
+    await fiber.dispose()
+    assert len(seen) == 1
+
+
+async def test_a_raising_session_disposed_listener_is_logged_and_the_teardown_goes_on(
+    root: Context, store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(session: Session) -> None:
+        raise RuntimeError("listener refused")
+
+    root.on(SESSION_DISPOSED, refuse)
+    made: list[Session] = []
+
+    def apply(ctx: Context, _config: object) -> None:
+        made.extend([ctx[SESSIONS].create("first"), ctx[SESSIONS].create("second")])
+
+    fiber = await root.plugin(PluginSpec(name="creator", apply=apply, inject=["sessions"]))
+    await fiber.dispose()
+    assert store.list() == []  # both detached although every listener call failed
+    assert [session.on_append for session in made] == [None, None]
+    failures = [record.getMessage() for record in caplog.records if "session/disposed listener" in record.getMessage()]
+    assert len(failures) == 2
+    assert 'session "first"' in " ".join(failures)
+    assert "listener refused" in failures[0]
 
 
 # ---------------------------------------------------- registry unload / rollback
@@ -312,11 +348,13 @@ def test_event_descriptors_declare_name_mode_and_contract() -> None:
     assert isinstance(SESSION_CREATED, EmitEvent)
     assert isinstance(SESSION_EVENT, EmitEvent)
     assert isinstance(SESSION_FLUSH, ParallelEvent)
-    assert [SESSION_CREATED.name, SESSION_EVENT.name, SESSION_FLUSH.name] == [
+    assert isinstance(SESSION_DISPOSED, EmitEvent)
+    assert [SESSION_CREATED.name, SESSION_EVENT.name, SESSION_FLUSH.name, SESSION_DISPOSED.name] == [
         "session/created",
         "session/event",
         "session/flush",
+        "session/disposed",
     ]
-    for descriptor in (SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH):
+    for descriptor in (SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH, SESSION_DISPOSED):
         assert descriptor.doc.startswith("``(session")
     assert SESSIONS.name == "sessions"

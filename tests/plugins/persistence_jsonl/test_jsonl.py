@@ -28,7 +28,7 @@ from dsh.core.session import (
     session_event_line,
 )
 from dsh.kernel import ConfigError
-from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, bucket_name, log_path
+from dsh.plugins.persistence_jsonl import LOCKS_DIR, SessionPersistenceJsonl, bucket_name, log_path
 from tests.core.persistence.helpers import (
     CWD,
     Rig,
@@ -81,7 +81,7 @@ def fail_once(monkeypatch: pytest.MonkeyPatch, name: str, message: str = "disk f
 
 
 def all_files(top: Path) -> list[Path]:
-    """Every file under ``top`` but the writer lock files (``<root>/*.lock``)."""
+    """Every file under ``top`` but the writer lock files (``<root>/.locks/*.lock``)."""
     return sorted(path for path in top.rglob("*") if path.is_file() and path.suffix != ".lock")
 
 
@@ -91,7 +91,8 @@ async def test_lazy_materialization_create_writes_no_file_until_the_first_append
     persistence = await rig.mount()
     await persistence.create(meta("s1", CWD))
     assert all_files(root) == []
-    (lock,) = root.glob("*.lock")
+    assert list(root.glob("*.lock")) == []  # the locks have a directory of their own
+    (lock,) = (root / LOCKS_DIR).glob("*.lock")
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
     assert lock.read_text() == f"{os.getpid()}\n"
     await persistence.append("s1", one_user_turn())
@@ -284,8 +285,8 @@ async def test_list_discovers_sessions_across_multiple_cwd_buckets(rig: Rig, roo
     for header in headers:
         await persistence.create(header)
         await persistence.append(header.id, one_user_turn())
-    assert sorted(path.name for path in root.iterdir() if path.suffix != ".lock") == sorted(
-        [bucket_name("/one"), bucket_name("/two"), "_no-cwd"]
+    assert sorted(path.name for path in root.iterdir()) == sorted(
+        [bucket_name("/one"), bucket_name("/two"), "_no-cwd", LOCKS_DIR]
     )
     listed = await (await rig.remount()).list()
     assert sorted(listed, key=lambda header: header.id) == headers

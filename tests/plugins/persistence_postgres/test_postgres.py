@@ -273,6 +273,32 @@ async def test_a_second_instance_is_refused_naming_the_holder_until_the_first_is
             await ctx.dispose()
 
 
+async def test_a_released_lease_lets_another_instance_in_at_once_and_fences_the_releaser(
+    config: dict[str, Any],
+) -> None:
+    """(what retiring a session does: the lease row goes while the instance lives; a write after that is fenced)"""
+    contexts = [Context(), Context()]
+    try:
+        for ctx in contexts:
+            await ctx.plugin(SessionStore)
+            await ctx.plugin(SessionPersistencePostgres, config)
+        left, right = (ctx[SESSION_PERSISTENCE] for ctx in contexts)
+        assert isinstance(left, SessionPersistencePostgres)
+        await left.create(meta("s1", CWD))
+        await left.append("s1", one_turn_log())
+        await left.release_writer("never-claimed")  # not held: nothing to give up
+        await left.release_writer("s1")
+        assert seqs((await right.load("s1")).events) == list(range(6))  # no wait for the lease's expiry
+        await right.append("s1", short_turn(2, 6))
+        with pytest.raises(PersistenceError, match="taken over by another writer") as raised:
+            await left.append("s1", short_turn(2, 6))
+        assert raised.value.code == "LEASE_LOST"
+        assert seqs((await right.load("s1")).events) == list(range(8))
+    finally:
+        for ctx in contexts:
+            await ctx.dispose()
+
+
 async def load_once_free(persistence: SessionPersistence, id: str) -> LoadedSession:
     """Load ``id`` as soon as no other writer holds it (retrying while it is ``SESSION_LOCKED``)."""
     async with asyncio.timeout(WAIT_S):

@@ -149,8 +149,18 @@ class PersistenceBackend(ABC):
 
         Called before ``id`` is read for a load or tracked for a create, so a refused
         writer has read and appended nothing. The claim lasts until :meth:`close` (or
-        the process's end). A backend whose storage only this process sees keeps the
-        no-op default.
+        the process's end) or :meth:`release_writer`. A backend whose storage only this
+        process sees keeps the no-op default.
+        """
+
+    async def release_writer(self, id: str) -> None:  # noqa: B027 - optional hook with a no-op default
+        """Give up this process's writer claim of ``id`` (a no-op when it holds none).
+
+        The coordinator calls it when it retires a session (``session/disposed``): its
+        live owner is gone and every event it logged is durable. Called on the chain of
+        ``id``, so a later load or create of ``id`` claims it again first. Raises
+        :class:`PersistenceError` when the storage cannot be reached; the claim then
+        ends with :meth:`close` (or, for a lease, its expiry).
         """
 
     async def close(self) -> None:  # noqa: B027 - optional hook with a no-op default

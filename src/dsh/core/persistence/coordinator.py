@@ -22,6 +22,8 @@ over a backend's storage hooks:
   trims the buffer only once they are durable; it also syncs what checkpoints wrote
   (:meth:`~dsh.core.persistence.backend.PersistenceBackend.sync_log`) when nothing is
   left to append;
+* ``session/disposed`` retires the session (:meth:`PersistenceCoordinator.retire`): once
+  it is flushed, the coordinator forgets it and gives up the writer claim of its id;
 * disposing the backend's fiber drains every buffer, then closes the backend.
 
 Per id, operations run strictly in call order on a *chain*: each one starts once the
@@ -77,6 +79,7 @@ from dsh.core.persistence.validation import assert_serializable, seed_covers_pre
 from dsh.core.session import (
     SESSION_CHECKPOINT,
     SESSION_CREATED,
+    SESSION_DISPOSED,
     SESSION_EVENT,
     SESSION_FLUSH,
     SESSION_FORMAT_VERSION,
@@ -173,10 +176,12 @@ class PersistenceCoordinator:
         self._buffers: dict[Session, list[SessionEvent]] = {}
         self._inits: dict[Session, asyncio.Task[None]] = {}
         self._chains: dict[str, asyncio.Task[Any]] = {}
+        self._retiring: set[asyncio.Task[None]] = set()
         ctx.on(SESSION_CREATED, self.init_for)
         ctx.on(SESSION_EVENT, self._buffer, prepend=True)
         ctx.on(SESSION_FLUSH, self.flush)
         ctx.on(SESSION_CHECKPOINT, self.checkpoint)
+        ctx.on(SESSION_DISPOSED, self.retire)
         ctx.effect(lambda: self._drain, f"{backend.name} drain")
         for session in ctx[SESSIONS].list():
             self.init_for(session)
@@ -411,6 +416,53 @@ class PersistenceCoordinator:
             await self._append_core(id, seed[count:])
         return True
 
+    def retire(self, session: Session) -> asyncio.Task[None]:
+        """Forget ``session``, whose live owner is gone, once everything it logged is durable.
+
+        One operation on the id's chain, after the session's adoption, appends and
+        syncs what it buffered, then drops what the coordinator keeps of it (its
+        buffer, its adoption, the state of its id when the session still owns it) and
+        gives up the writer claim of the id
+        (:meth:`~dsh.core.persistence.backend.PersistenceBackend.release_writer`), so a
+        process that hosts many sessions in turn holds neither their logs nor their
+        locks. When the adoption has settled the operation is chained before this
+        returns, so a ``load`` of the id called next reads what it wrote. A failure is
+        logged and the session is kept: the dispose drain flushes it again and reports
+        the failure. The task never raises.
+        """
+        init = self._inits.get(session)
+        queued = None if init is not None and not init.done() else self._chain_retirement(session)
+        task = asyncio.get_running_loop().create_task(self._retire(session, queued))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        return task
+
+    def _chain_retirement(self, session: Session) -> asyncio.Future[None]:
+        return self._serialize(session.header.id, lambda: self._retire_core(session))
+
+    async def _retire(self, session: Session, queued: asyncio.Future[None] | None) -> None:
+        try:
+            if queued is None:  # the adoption is still running: it chains operations of its own first
+                await asyncio.shield(self._inits[session])
+                queued = self._chain_retirement(session)
+            await queued
+        except Exception as error:
+            self._logger.warn('session "%s" stays tracked until the backend closes: %s', session.header.id, error)
+
+    async def _retire_core(self, session: Session) -> None:
+        init = self._inits.get(session)
+        if init is not None:
+            await init  # settled: raises the adoption's failure
+        await self._drain_buffer(session, sync=True)
+        # the buffer is empty now, and a session out of the store logs nothing more
+        self._buffers.pop(session, None)
+        self._inits.pop(session, None)
+        id = session.header.id
+        state = self._states.get(id)
+        if state is not None and state.owner is session:
+            del self._states[id]
+            await self._backend.release_writer(id)
+
     # ------------------------------------------------------------------ chained cores
     def _serialize(self, id: str, op: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
         previous = self._chains.get(id)
@@ -493,6 +545,9 @@ class PersistenceCoordinator:
         inits = list(self._inits.values())
         if inits:
             await asyncio.wait(inits)
+        retiring = list(self._retiring)
+        if retiring:
+            await asyncio.wait(retiring)
         flushes = [self.flush(session) for session in self._sessions_to_flush()]
         results = await asyncio.gather(*flushes, return_exceptions=True)
         errors = [result for result in results if isinstance(result, Exception)]

@@ -5,7 +5,8 @@ a directory of its own (``<dir>/<hash of the id>.lock``, mode 0600). Taking a se
 lock is an exclusive, non-blocking ``fcntl.flock`` on that file; the holder then
 writes its pid into the file so that a refused writer can name it, and clears it
 when it lets go. The lock is held
-until :meth:`WriterLocks.close` (the backend's close) or the end of the process: the
+until :meth:`WriterLocks.release` (the session was retired), :meth:`WriterLocks.close`
+(the backend's close) or the end of the process: the
 kernel releases a ``flock`` when its holder dies, even on SIGKILL, so a crashed
 writer never leaves a stale lock behind. Lock files are never deleted (unlinking a
 locked file would let a third process lock a fresh inode beside a live holder).
@@ -109,10 +110,21 @@ class WriterLocks:
             os.ftruncate(fd, len(pid))
         self._held[id] = fd
 
+    def release(self, id: str) -> None:
+        """Let go of the lock of session ``id`` (a no-op when this instance does not hold it)."""
+        fd = self._held.pop(id, None)
+        if fd is not None:
+            _let_go(fd)
+
     def close(self) -> None:
         """Release every lock this instance holds (idempotent)."""
         held, self._held = self._held, {}
         for fd in held.values():
-            with contextlib.suppress(OSError):  # a refused writer must not name a process that let go
-                os.ftruncate(fd, 0)
-            os.close(fd)
+            _let_go(fd)
+
+
+def _let_go(fd: int) -> None:
+    """Clear the holder's pid (a refused writer must not name a process that let go) and unlock."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+    os.close(fd)

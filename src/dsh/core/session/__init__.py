@@ -19,7 +19,13 @@ from dsh.core.session.codec import (
     session_event_line,
 )
 from dsh.core.session.derive import derive_messages
-from dsh.core.session.events import SESSION_CHECKPOINT, SESSION_CREATED, SESSION_EVENT, SESSION_FLUSH
+from dsh.core.session.events import (
+    SESSION_CHECKPOINT,
+    SESSION_CREATED,
+    SESSION_DISPOSED,
+    SESSION_EVENT,
+    SESSION_FLUSH,
+)
 from dsh.core.session.fork import fork_point, fork_prefix
 from dsh.core.session.jsonvalue import JsonValue, NotJsonError, dumps_json, is_json_value
 from dsh.core.session.repair import INTERRUPTED_RESULT_TEXT, interrupted_turn_closers
@@ -89,6 +95,7 @@ __all__ = [
     "SESSIONS",
     "SESSION_CHECKPOINT",
     "SESSION_CREATED",
+    "SESSION_DISPOSED",
     "SESSION_EVENT",
     "SESSION_FLUSH",
     "SESSION_FORMAT_VERSION",

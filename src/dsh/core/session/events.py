@@ -21,6 +21,18 @@ SESSION_CREATED: EmitEvent[[Session]] = EmitEvent(
     used again.""",
 )
 
+SESSION_DISPOSED: EmitEvent[[Session]] = EmitEvent(
+    "session/disposed",
+    doc="""``(session)``: a session left the store: the plugin that created it was disposed.
+
+    Fired once per session that ``session/created`` announced, after it was removed
+    from the store and silenced (no ``session/event`` follows). It says the session
+    has no live owner any more, not that its log is deleted. Persistence backends
+    retire the session here (its last events made durable, its writer claim given up)
+    so that a process hosting many sessions in turn does not keep every one. A raising
+    listener is logged and skips the listeners after it; the teardown goes on.""",
+)
+
 SESSION_EVENT: EmitEvent[[Session, SessionEvent]] = EmitEvent(
     "session/event",
     doc="""``(session, event)``: ``event`` was just appended to ``session``'s log.

@@ -10,7 +10,7 @@ from msgspec import UNSET
 
 from dsh.core.errors import HarnessError
 from dsh.core.session import clock
-from dsh.core.session.events import SESSION_CREATED, SESSION_EVENT
+from dsh.core.session.events import SESSION_CREATED, SESSION_DISPOSED, SESSION_EVENT
 from dsh.core.session.fork import fork_prefix
 from dsh.core.session.session import Session
 from dsh.core.session.types import SESSION_FORMAT_VERSION, SessionEvent, SessionHeader, SessionId, SessionMeta
@@ -24,7 +24,7 @@ class SessionStore(Service):
 
     A session created through the store is owned by the *calling* plugin: while that
     plugin lives, every append is emitted as ``session/event``; disposing it removes the
-    session from the store and silences it.
+    session from the store, silences it and emits ``session/disposed``.
     """
 
     def __init__(self, ctx: Context, config: object = None) -> None:
@@ -92,6 +92,10 @@ class SessionStore(Service):
             def detach() -> None:
                 session.on_append = None
                 sessions.pop(key, None)
+                try:
+                    ctx.emit(SESSION_DISPOSED, session)
+                except Exception as error:  # a listener's failure must not stop the creator's teardown
+                    ctx.logger.warn('a session/disposed listener of session "%s" failed: %r', key, error)
 
             yield detach
             ctx.emit(SESSION_CREATED, session)

@@ -6,6 +6,8 @@
       cwd-<first 12 hex of sha256(utf8(cwd))>/   one bucket per session cwd
       _no-cwd/                                 sessions without a cwd
         <encode_segment(id)>.jsonl
+      .locks/                                  the writer locks, one file a session id
+        <first 24 hex of sha256(utf8(id))>.lock
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import os
 from dsh.core.persistence import PersistenceError
 
 NO_CWD_BUCKET = "_no-cwd"
+LOCKS_DIR = ".locks"
+"""The directory of the writer lock files under the root (never a bucket: buckets are ``cwd-*`` and ``_no-cwd``)."""
 LOG_SUFFIX = ".jsonl"
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")

@@ -39,7 +39,7 @@ from dsh.plugins.persistence_jsonl.files import (
     sync_file,
     truncate_durably,
 )
-from dsh.plugins.persistence_jsonl.layout import LOG_SUFFIX, encode_segment, log_path
+from dsh.plugins.persistence_jsonl.layout import LOCKS_DIR, LOG_SUFFIX, encode_segment, log_path
 from dsh.plugins.persistence_jsonl.scan import intact_bytes, parse_header_line, scan_log
 
 
@@ -81,10 +81,13 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     directory another writer created but crashed before syncing).
 
     One writer per session: loading, adopting or creating a session first takes its
-    writer lock, an ``flock`` on ``<root>/<hash of the id>.lock`` held until the backend
-    closes (or the process ends); a session another process holds is refused with
-    ``SESSION_LOCKED`` naming that process's pid. The lock is keyed by id alone, not
-    by the cwd bucket, because an id names one session across every bucket.
+    writer lock, an ``flock`` on ``<root>/.locks/<hash of the id>.lock`` held until the
+    session is retired (``session/disposed``) or the backend closes (or the process
+    ends); a session another process holds is refused with ``SESSION_LOCKED`` naming
+    that process's pid. The lock is keyed by id alone, not by the cwd bucket, because
+    an id names one session across every bucket. The lock files have a directory of
+    their own: one stays for every session ever written, and finding a session lists
+    the root.
 
     Every hook runs its blocking file I/O in the event loop's default executor, so
     other sessions keep running and different sessions' fsyncs overlap (except a
@@ -109,7 +112,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         self._sync_interval = None if config.sync_interval_ms is None else config.sync_interval_ms / 1000
         self._last_sync: dict[str, float] = {}
         self._synced_buckets: set[str] = set()
-        self.locks = WriterLocks(self.root)
+        self.locks = WriterLocks(os.path.join(self.root, LOCKS_DIR))
         super().__init__(ctx)
 
     @contextmanager
@@ -134,7 +137,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         """The bucket directories under the root, sorted; none when the root does not exist."""
         try:
             with os.scandir(self.root) as entries:
-                return sorted(entry.path for entry in entries if entry.is_dir())
+                return sorted(entry.path for entry in entries if entry.is_dir() and entry.name != LOCKS_DIR)
         except FileNotFoundError:
             return []
 
@@ -354,11 +357,14 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         await run_blocking(None, partial(self._delete, id))
 
     async def lock_writer(self, id: str) -> None:
-        """Hold ``<root>/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`)."""
+        """Hold ``<root>/.locks/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`)."""
         with self._storage(f'locking session "{id}"'):
             for directory in make_private_dirs(self.root):
                 fsync_dir(os.path.dirname(directory))
         self.locks.acquire(id)
+
+    async def release_writer(self, id: str) -> None:
+        self.locks.release(id)
 
     async def close(self) -> None:
         """Release the writer locks this backend holds."""

@@ -18,8 +18,9 @@ matter).
   lease time (:meth:`Leases.renew_all`), so an idle session stays claimed; a process
   that hangs or is partitioned stops renewing and loses its sessions once their
   leases expire. A crashed process leaves its leases until they expire.
-* **Release**: closing the backend deletes its lease rows, so the next claimant need
-  not wait for the expiry.
+* **Release**: retiring a session (its live owner is gone) deletes its lease row, and
+  closing the backend deletes the rest, so the next claimant need not wait for the
+  expiry.
 
 Every call takes a connection (or cursor) the caller owns; driver errors propagate.
 """
@@ -61,6 +62,7 @@ class Leases:
             f"UPDATE {table} SET expires_at = now() + make_interval(secs => %s) WHERE owner = %s RETURNING session_id"
         )
         self._release = f"DELETE FROM {table} WHERE owner = %s"
+        self._release_one = f"DELETE FROM {table} WHERE session_id = %s AND owner = %s"
 
     async def claim(self, db: psycopg.AsyncConnection[tuple[Any, ...]], id: str) -> None:
         """Claim the lease of ``id`` (not held by this instance), or raise ``SESSION_LOCKED`` naming the holder."""
@@ -96,6 +98,11 @@ class Leases:
         for id in lost:
             del self.held[id]
         return lost
+
+    async def release_one(self, db: psycopg.AsyncConnection[tuple[Any, ...]], id: str) -> None:
+        """Give up the lease of ``id`` (a row of another owner stays: nothing happens to a lease this one lost)."""
+        self.held.pop(id, None)
+        await db.execute(self._release_one, (id, self.owner))
 
     async def release(self, db: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
         """Give up every lease this instance holds."""

@@ -285,6 +285,12 @@ class SessionPersistencePostgres(CoordinatedPersistence):
         if self._renewer is None:
             self._renewer = asyncio.get_running_loop().create_task(self._renew_leases(), name="dsh lease renewal")
 
+    async def release_writer(self, id: str) -> None:
+        """Delete the lease row of ``id`` (when this instance holds it): another host may claim it at once."""
+        if id in self.leases.held:
+            async with self._transaction(f'releasing session "{id}"') as db:
+                await self.leases.release_one(db, id)
+
     async def _renew_leases(self) -> None:
         """Renew every held lease each third of the lease time, until cancelled; failures are logged."""
         logger = self.own_ctx.logger

@@ -275,6 +275,9 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         if self.path != MEMORY_PATH:
             self.locks.acquire(id)
 
+    async def release_writer(self, id: str) -> None:
+        self.locks.release(id)
+
     async def close(self) -> None:
         """Release the writer locks, close the connection on its worker thread, stop the worker (idempotent)."""
         if self._closed:
