@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from dsh.testing.wire import Entry, Finish, RecordedRequest, Reply, Usage, text_reply, tool_call
+from dsh.testing.wire import Entry, Finish, RecordedRequest, Reply, Usage, WireServer, text_reply, tool_call
 from tests.cli.fleet.cluster import RayCluster
 
 TOOL_COMMAND = "sleep 0.3; echo ran >> ran.txt"
@@ -42,6 +42,15 @@ def respond(request: RecordedRequest, command: str = TOOL_COMMAND) -> Entry:
 def respond_gated(request: RecordedRequest) -> Entry:
     """:func:`respond` with :data:`GATED_COMMAND` for the tool: a task that holds its session until told to go."""
     return respond(request, GATED_COMMAND)
+
+
+@pytest.fixture
+async def gated_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WireServer]:
+    """A wire server answering :func:`respond_gated`, the provider's environment pointing at it."""
+    async with WireServer(respond=respond_gated) as wire:
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", wire.base_url)
+        yield wire
 
 
 async def started(workspace: Path) -> None:

@@ -21,7 +21,7 @@ from dsh.cli.settings import Settings
 from dsh.core.session import Session
 from dsh.plugins import gc_tuning
 from dsh.testing.wire import WireServer
-from tests.cli.fleet.conftest import respond, respond_gated, started
+from tests.cli.fleet.conftest import respond, started
 from tests.cli.helpers import log_of, namespace
 
 
@@ -121,14 +121,6 @@ async def test_a_resumed_job_that_had_finished_is_reported_without_asking_again(
     assert result.end_reason == "completed"
     assert fresh.end_reason == "completed"  # never stored: the resume creates it
     assert len(server.requests) == asked + 2
-
-
-@pytest.fixture
-async def gated_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WireServer]:
-    async with WireServer(respond=respond_gated) as wire:
-        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
-        monkeypatch.setenv("DEEPSEEK_BASE_URL", wire.base_url)
-        yield wire
 
 
 async def test_a_session_another_worker_holds_is_waited_for_then_refused(

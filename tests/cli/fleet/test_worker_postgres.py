@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from dsh.cli.fleet.worker import FleetWorker, Job
 from dsh.cli.profile import resolve_tree
 from dsh.cli.settings import Settings
 from dsh.testing.wire import WireServer
-from tests.cli.fleet.conftest import respond_gated, started
+from tests.cli.fleet.conftest import started
 from tests.cli.helpers import namespace
 from tests.plugins.persistence_postgres.cluster import Cluster
 from tests.plugins.persistence_postgres.conftest import cluster  # noqa: F401 - the private PostgreSQL server
@@ -25,14 +24,6 @@ def new_worker(url: str, server: WireServer, lock_wait_s: float) -> FleetWorker:
     tree = resolve_tree(Settings.from_args(namespace(store=url)))
     environ = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": server.base_url}
     return FleetWorker(tree, environ, lock_wait_s=lock_wait_s)
-
-
-@pytest.fixture
-async def gated_server(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WireServer]:
-    async with WireServer(respond=respond_gated) as wire:
-        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
-        monkeypatch.setenv("DEEPSEEK_BASE_URL", wire.base_url)
-        yield wire
 
 
 async def test_a_leased_session_is_refused_then_resumed_once_its_holders_job_ends(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -249,15 +251,26 @@ async def test_a_closed_backend_fails_every_hook_clearly(rig: Rig) -> None:
 
 
 # --- one writer per session
-async def test_a_second_instance_is_refused_naming_the_holder_until_the_first_is_gone(
-    config: dict[str, Any],
-) -> None:
+@contextlib.asynccontextmanager
+async def two_instances(config: dict[str, Any]) -> AsyncIterator[tuple[list[Context], SessionPersistencePostgres, Any]]:
+    """Two backend instances over one store, as two processes would have: (their contexts, the left one, the right)."""
     contexts = [Context(), Context()]
     try:
         for ctx in contexts:
             await ctx.plugin(SessionStore)
             await ctx.plugin(SessionPersistencePostgres, config)
         left, right = (ctx[SESSION_PERSISTENCE] for ctx in contexts)
+        assert isinstance(left, SessionPersistencePostgres)
+        yield contexts, left, right
+    finally:
+        for ctx in contexts:
+            await ctx.dispose()
+
+
+async def test_a_second_instance_is_refused_naming_the_holder_until_the_first_is_gone(
+    config: dict[str, Any],
+) -> None:
+    async with two_instances(config) as (contexts, left, right):
         await left.create(meta("s1", CWD))
         await left.append("s1", one_turn_log())
         holder = rf'session "s1" is in use by another dsh process \(dsh pid {os.getpid()} on {socket.gethostname()}\)'
@@ -268,22 +281,13 @@ async def test_a_second_instance_is_refused_naming_the_holder_until_the_first_is
         await contexts[0].dispose()
         assert seqs((await right.load("s1")).events) == list(range(6))
         await right.append("s1", short_turn(2, 6))
-    finally:
-        for ctx in contexts:
-            await ctx.dispose()
 
 
 async def test_a_released_lease_lets_another_instance_in_at_once_and_fences_the_releaser(
     config: dict[str, Any],
 ) -> None:
     """(what retiring a session does: the lease row goes while the instance lives; a write after that is fenced)"""
-    contexts = [Context(), Context()]
-    try:
-        for ctx in contexts:
-            await ctx.plugin(SessionStore)
-            await ctx.plugin(SessionPersistencePostgres, config)
-        left, right = (ctx[SESSION_PERSISTENCE] for ctx in contexts)
-        assert isinstance(left, SessionPersistencePostgres)
+    async with two_instances(config) as (_contexts, left, right):
         await left.create(meta("s1", CWD))
         await left.append("s1", one_turn_log())
         await left.release_writer("never-claimed")  # not held: nothing to give up
@@ -294,9 +298,6 @@ async def test_a_released_lease_lets_another_instance_in_at_once_and_fences_the_
             await left.append("s1", short_turn(2, 6))
         assert raised.value.code == "LEASE_LOST"
         assert seqs((await right.load("s1")).events) == list(range(8))
-    finally:
-        for ctx in contexts:
-            await ctx.dispose()
 
 
 async def load_once_free(persistence: SessionPersistence, id: str) -> LoadedSession:
