@@ -678,3 +678,5 @@ async def test_the_sync_interval_counts_from_the_last_fsync_of_that_log(
     assert len(calls) == 2  # the sync_log only
     logged = Path(log_path(str(root), CWD, "s1")).read_bytes()
     assert logged == expected_bytes(meta("s1", CWD), [*one_user_turn(), *short_turn(2, 3), *short_turn(3, 5)])
+    await backend.release_writer("s1")  # the session was retired: nothing of it stays in the backend
+    assert "s1" not in backend._last_sync

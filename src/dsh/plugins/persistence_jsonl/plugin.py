@@ -364,7 +364,9 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         self.locks.acquire(id)
 
     async def release_writer(self, id: str) -> None:
+        """Let go of the lock of ``id`` and forget when its log was last synced."""
         self.locks.release(id)
+        self._last_sync.pop(id, None)
 
     async def close(self) -> None:
         """Release the writer locks this backend holds."""
