@@ -84,7 +84,7 @@ async def test_many_sessions_in_turn_leave_nothing_behind(rig: Rig) -> None:
         await fiber.dispose()
     await settle(rig)
     coordinator = rig.backend.coordinator
-    assert (dict(coordinator.inits), coordinator._buffers, coordinator._states) == ({}, {}, {})
+    assert (dict(coordinator.inits), coordinator._buffers, coordinator._phases, coordinator._states) == ({}, {}, {}, {})
     assert backend(rig).releases == [f"job-{n}" for n in range(20)]
 
 

@@ -174,6 +174,7 @@ class PersistenceCoordinator:
         self._logger = ctx.logger
         self._states: dict[str, _State] = {}
         self._buffers: dict[Session, list[SessionEvent]] = {}
+        self._phases: dict[Session, int] = {}  # the early_write_phase of each buffering session, hashed once
         self._inits: dict[Session, asyncio.Task[None]] = {}
         self._chains: dict[str, asyncio.Task[Any]] = {}
         self._retiring: set[asyncio.Task[None]] = set()
@@ -318,8 +319,9 @@ class PersistenceCoordinator:
         buffer = self._buffers.get(session)
         if buffer is None:
             buffer = self._buffers[session] = []
+            self._phases[session] = early_write_phase(session.header.id)
         buffer.append(event)
-        if (event.seq + 1 + early_write_phase(session.header.id)) % EARLY_WRITE == 0:
+        if (event.seq + 1 + self._phases[session]) % EARLY_WRITE == 0:
             try:
                 self._write_now(session)
             except Exception as error:
@@ -456,6 +458,7 @@ class PersistenceCoordinator:
         await self._drain_buffer(session, sync=True)
         # the buffer is empty now, and a session out of the store logs nothing more
         self._buffers.pop(session, None)
+        self._phases.pop(session, None)
         self._inits.pop(session, None)
         id = session.header.id
         state = self._states.get(id)
