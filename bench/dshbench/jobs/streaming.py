@@ -8,10 +8,15 @@ from the server writing it to the event being in the session log. The delays are
 reported over the whole run (the start, where 1,000 requests, connections and new
 logs are set up at once, included) and over the steady part: the chunks sent after
 the last stream's first chunk was logged, while every stream is open; the CPU per
-second is reported for that steady part too. The listener only notes each delta's
-text and arrival time (the CPU clock, a system call, is read by a timer 20 times a
-second, not per chunk); the stamps are read after the measured region, so the
-measurement costs the measured process as little as it can. The DeepSeek adapter
+second is reported for that steady part too. The steady part ends when the first
+stream's last chunk is logged: after that, turns end (answers assembled, logs synced)
+while the other streams still run, and the worst delay of the chunks logged then is
+reported on its own. The listener only notes each delta's text and arrival time in two
+flat lists (a tuple per chunk would be 20,000 tracked allocations a second, which
+drive the measured process's collector), and each session's last arrival (the CPU
+clock, a system call, is read by a timer 20 times a second, not per chunk); the stamps
+are read after the measured region, so the measurement costs the measured process as
+little as it can. The DeepSeek adapter
 gets a connection pool without a cap (its shipped session allows 100 connections,
 which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
 session's timeouts (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total;
@@ -68,9 +73,10 @@ async def _sample_cpu(samples: list[tuple[int, float]]) -> None:
         await asyncio.sleep(SAMPLE_EVERY)
 
 
-def _steady_cpu(samples: list[tuple[int, float]], arrivals: list[tuple[str, int]], start: int) -> tuple[float, float]:
-    """(cores, CPU µs per chunk) between the first sample after ``start`` and the last one before the last chunk."""
-    end = max(now for _, now in arrivals)
+def _steady_cpu(
+    samples: list[tuple[int, float]], arrivals: list[tuple[str, int]], start: int, end: int
+) -> tuple[float, float]:
+    """(cores, CPU µs per chunk) between the first sample after ``start`` and the last one before ``end``."""
     inside = [sample for sample in samples if start <= sample[0] <= end]
     if len(inside) < 2:
         return 0.0, 0.0
@@ -81,14 +87,18 @@ def _steady_cpu(samples: list[tuple[int, float]], arrivals: list[tuple[str, int]
 
 async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
     """``agents`` agents stream one answer each at once; CPU per second of streaming and the worst chunk delay."""
-    arrivals: list[tuple[str, int]] = []  # (delta text, arrival in ns)
+    texts: list[str] = []  # each logged delta's text ...
+    nows: list[int] = []  # ... and its arrival in ns
     first: dict[str, int] = {}  # when each session logged its first chunk
+    last: dict[str, int] = {}  # when each session logged its latest chunk
     samples: list[tuple[int, float]] = []  # (wall ns, CPU s), see _sample_cpu
 
     def on_event(session: Session, event: SessionEvent) -> None:
         if type(event) is AssistantChunkEvent and type(event.data.chunk) is TextDeltaChunk:
             now = time.time_ns()
-            arrivals.append((event.data.chunk.text, now))
+            texts.append(event.data.chunk.text)
+            nows.append(now)
+            last[session.id] = now
             if session.id not in first:
                 first[session.id] = now
 
@@ -111,11 +121,14 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
             sampler.cancel()
             await ctx.dispose()
             await session.close()
-    everyone = max(first.values())  # from here on, every stream is open at once
+    arrivals = list(zip(texts, nows, strict=True))
+    everyone = max(first.values())  # from here on, every stream is open at once ...
+    closing = min(last.values())  # ... until the first one ends
     chunks = _delays(arrivals)
     delays = sorted(delay for _, delay in chunks)
-    open_delays = sorted(delay for sent, delay in chunks if sent >= everyone) or [0]
-    cores, per_chunk = _steady_cpu(samples, arrivals, everyone)
+    open_delays = sorted(delay for sent, delay in chunks if sent >= everyone and sent + delay <= closing) or [0]
+    ending = max((delay for sent, delay in chunks if sent + delay > closing), default=0)
+    cores, per_chunk = _steady_cpu(samples, arrivals, everyone, closing)
     return {
         "cpu": span.cpu,
         "wall": span.wall,
@@ -125,6 +138,7 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
         "steadyChunks": len(open_delays),
         "steadyWorstDelayMs": open_delays[-1] / 1e6,
         "steadyP99DelayMs": open_delays[int(len(open_delays) * 0.99)] / 1e6,
+        "endingWorstDelayMs": ending / 1e6,
         "steadyCores": cores,
         "steadyCpuPerChunkUs": per_chunk,
         "peakRssKB": peak_rss_kb(),
@@ -135,7 +149,8 @@ async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, 
     """The same streams read by a bare aiohttp client (no dsh): the floor the machine and the server set."""
     import json
 
-    arrivals: list[tuple[str, int]] = []
+    texts: list[str] = []  # flat lists, as in streaming_job
+    nows: list[int] = []
     body = {"model": MODEL, "messages": [{"role": "user", "content": "stream"}], "stream": True}
 
     async def read(session: Any) -> None:
@@ -145,7 +160,8 @@ async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, 
                     delta = json.loads(line[6:])["choices"]
                     now = time.time_ns()
                     if delta and delta[0]["delta"].get("content"):
-                        arrivals.append((delta[0]["delta"]["content"], now))
+                        texts.append(delta[0]["delta"]["content"])
+                        nows.append(now)
 
     untune = TUNINGS.add(GcConfig())  # the collector as gc-tuning sets it for dsh
     try:
@@ -154,7 +170,7 @@ async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, 
                 await asyncio.gather(*(read(session) for _ in range(params["agents"])))
     finally:
         untune()
-    chunks = sorted(delay for _, delay in _delays(arrivals))
+    chunks = sorted(delay for _, delay in _delays(list(zip(texts, nows, strict=True))))
     return {
         "cpu": span.cpu,
         "wall": span.wall,

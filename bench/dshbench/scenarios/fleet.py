@@ -8,8 +8,9 @@ wall time of the whole command). Streaming: ``stream_agents`` agents in one proc
 ``stream_chunks`` chunks at 20 chunks a second from a paced wire server (in this, the
 parent, process): the CPU the agents' process spends per second of streaming (1.0 is
 one core), the chunks it logs per second, and the delay of a chunk from the wire to
-the session log while every stream is open (and, apart, the worst one including the
-start, when all the requests go out at once). A bare aiohttp client reading the same
+the session log while every stream is open (until the first stream ends; apart, the
+worst one while the turns end, and the worst one including the start, when all the
+requests go out at once). A bare aiohttp client reading the same
 streams (no dsh) gives the floor the machine and the wire server set. On a machine of
 two cores or more the wire server (this process's event loop) and the agents' process
 run on disjoint halves of the cores (:func:`~dshbench.child.split_cores`), so the
@@ -121,6 +122,7 @@ async def run_streaming(plan: Plan) -> list[Metric]:
     p99 = Metric(SCENARIO, f"{agents:,} agents streaming, p99 chunk delay wire to log, all open", "ms")
     steady = Metric(SCENARIO, f"{agents:,} agents streaming, CPU per second while all are open", "cores")
     per_chunk = Metric(SCENARIO, f"{agents:,} agents streaming, CPU per chunk while all are open", "µs")
+    ending = Metric(SCENARIO, f"{agents:,} agents streaming, worst chunk delay while turns end", "ms")
     start = Metric(SCENARIO, f"{agents:,} agents streaming, worst chunk delay incl. the start of all", "ms")
     bare = Metric(SCENARIO, f"{agents:,} bare aiohttp readers of the same streams (no dsh), worst delay", "ms")
     bare_cpu = Metric(SCENARIO, f"{agents:,} bare aiohttp readers, CPU per chunk (start included)", "µs")
@@ -140,10 +142,11 @@ async def run_streaming(plan: Plan) -> list[Metric]:
         p99.samples.append(result["steadyP99DelayMs"])
         steady.samples.append(result["steadyCores"])
         per_chunk.samples.append(result["steadyCpuPerChunkUs"])
+        ending.samples.append(result["endingWorstDelayMs"])
         start.samples.append(result["worstDelayMs"])
         with pin(server_cpus):
             async with WireServer([reply], repeat=True, pace=PACE) as server:
                 floor = await run_child({**job, "kind": "streaming-bare", "baseUrl": server.base_url})
         bare.samples.append(floor["worstDelayMs"])
         bare_cpu.samples.append(floor["cpu"] / floor["chunks"] * 1e6)
-    return [cpu, rate, worst, p99, steady, per_chunk, start, bare, bare_cpu]
+    return [cpu, rate, worst, p99, steady, per_chunk, ending, start, bare, bare_cpu]
