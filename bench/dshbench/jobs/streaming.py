@@ -16,8 +16,7 @@ flat lists (a tuple per chunk would be 20,000 tracked allocations a second, whic
 drive the measured process's collector), and each session's last arrival (the CPU
 clock, a system call, is read by a timer 20 times a second, not per chunk); the stamps
 are read after the measured region, so the measurement costs the measured process as
-little as it can. The DeepSeek adapter
-gets a connection pool without a cap (its shipped session allows 100 connections,
+little as it can. The DeepSeek adapter gets a connection pool without a cap (its shipped session allows 100 connections,
 which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
 session's timeouts (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total;
 the adapter bounds each read itself). The bare reader uses the same session settings.
@@ -57,9 +56,9 @@ def _http_session() -> Any:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout)
 
 
-def _delays(arrivals: list[tuple[str, int]]) -> list[tuple[int, int]]:
-    """(sent, delay) in ns of every stamp in the noted ``(text, arrival)`` pairs."""
-    return [(stamp, now - stamp) for text, now in arrivals for stamp in sent_at_stamps(text)]
+def _delays(texts: list[str], nows: list[int]) -> list[tuple[int, int]]:
+    """(sent, delay) in ns of every stamp in the noted texts, each arrived at the matching ``nows`` entry."""
+    return [(stamp, now - stamp) for text, now in zip(texts, nows, strict=True) for stamp in sent_at_stamps(text)]
 
 
 async def _sample_cpu(samples: list[tuple[int, float]]) -> None:
@@ -73,15 +72,13 @@ async def _sample_cpu(samples: list[tuple[int, float]]) -> None:
         await asyncio.sleep(SAMPLE_EVERY)
 
 
-def _steady_cpu(
-    samples: list[tuple[int, float]], arrivals: list[tuple[str, int]], start: int, end: int
-) -> tuple[float, float]:
+def _steady_cpu(samples: list[tuple[int, float]], nows: list[int], start: int, end: int) -> tuple[float, float]:
     """(cores, CPU µs per chunk) between the first sample after ``start`` and the last one before ``end``."""
     inside = [sample for sample in samples if start <= sample[0] <= end]
     if len(inside) < 2:
         return 0.0, 0.0
     (wall_from, cpu_from), (wall_to, cpu_to) = inside[0], inside[-1]
-    chunks = sum(1 for _, now in arrivals if wall_from < now <= wall_to)
+    chunks = sum(1 for now in nows if wall_from < now <= wall_to)
     return (cpu_to - cpu_from) / ((wall_to - wall_from) / 1e9), (cpu_to - cpu_from) / max(1, chunks) * 1e6
 
 
@@ -98,9 +95,10 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
             now = time.time_ns()
             texts.append(event.data.chunk.text)
             nows.append(now)
-            last[session.id] = now
-            if session.id not in first:
-                first[session.id] = now
+            key = session.id
+            last[key] = now
+            if key not in first:
+                first[key] = now
 
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
         options = StackOptions(persistence="jsonl", store=scratch, invariants=False, bash=False, gc_tuning=True)
@@ -121,14 +119,13 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
             sampler.cancel()
             await ctx.dispose()
             await session.close()
-    arrivals = list(zip(texts, nows, strict=True))
     everyone = max(first.values())  # from here on, every stream is open at once ...
     closing = min(last.values())  # ... until the first one ends
-    chunks = _delays(arrivals)
+    chunks = _delays(texts, nows)
     delays = sorted(delay for _, delay in chunks)
     open_delays = sorted(delay for sent, delay in chunks if sent >= everyone and sent + delay <= closing) or [0]
     ending = max((delay for sent, delay in chunks if sent + delay > closing), default=0)
-    cores, per_chunk = _steady_cpu(samples, arrivals, everyone, closing)
+    cores, per_chunk = _steady_cpu(samples, nows, everyone, closing)
     return {
         "cpu": span.cpu,
         "wall": span.wall,
@@ -170,7 +167,7 @@ async def bare_streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, 
                 await asyncio.gather(*(read(session) for _ in range(params["agents"])))
     finally:
         untune()
-    chunks = sorted(delay for _, delay in _delays(list(zip(texts, nows, strict=True))))
+    chunks = sorted(delay for _, delay in _delays(texts, nows))
     return {
         "cpu": span.cpu,
         "wall": span.wall,

@@ -276,6 +276,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
             self.locks.acquire(id)
 
     async def release_writer(self, id: str) -> None:
+        """Let go of the lock of ``id`` (nothing is held for an in-memory database)."""
         self.locks.release(id)
 
     async def close(self) -> None:
