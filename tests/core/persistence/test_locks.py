@@ -114,3 +114,31 @@ def test_releasing_one_session_lets_another_writer_take_it_and_keeps_the_others(
         holder.acquire("s1")
     holder.close()
     other.close()
+
+
+def test_the_lock_directory_is_made_by_the_first_lock_only_and_again_once_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+    real_mkdir = os.mkdir
+
+    def counting_mkdir(path: str, mode: int = 0o777) -> None:
+        made.append(path)
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", counting_mkdir)
+    directory = tmp_path / "store" / "locks"
+    locks = WriterLocks(str(directory))
+    assert locks.acquire("s1") == [str(tmp_path / "store"), str(directory)]
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    made.clear()
+    assert locks.acquire("s2") == []
+    assert locks.acquire("s1") == []  # already held
+    assert made == []  # the directory exists: no mkdir per lock
+    locks.close()
+    for lock in directory.iterdir():
+        lock.unlink()
+    directory.rmdir()
+    assert locks.acquire("s3") == [str(directory)]
+    assert Path(locks.path("s3")).read_text() == f"{os.getpid()}\n"
+    locks.close()

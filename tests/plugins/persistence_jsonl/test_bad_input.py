@@ -8,15 +8,17 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh.core.persistence import SESSION_PERSISTENCE, PersistenceError
+from dsh.core.persistence import SESSION_PERSISTENCE, PersistenceError, WriterLocks
 from dsh.core.session import SessionStore, header_line, session_event_line
 from dsh.kernel import Context
 from dsh.plugins.persistence_jsonl import SessionPersistenceJsonl, log_path
+from dsh.plugins.persistence_jsonl import plugin as jsonl_plugin
 from tests.core.persistence.helpers import (
     CWD,
     Rig,
@@ -254,6 +256,46 @@ async def test_a_filesystem_without_hard_links_fails_materialization_cleanly(
     bucket = Path(log_path(str(root), CWD, "s1")).parent
     assert list(bucket.iterdir()) == []
     assert await persistence.has("s1") is False
+
+
+async def test_a_lock_whose_new_directories_cannot_be_made_durable_is_let_go(
+    rig: Rig, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(the first lock makes the root and its lock directory; if their entries cannot be fsynced the
+    create fails clearly and the lock is not kept; the retry's first write still makes the root durable)"""
+    persistence = await rig.mount()
+    synced: list[str] = []
+
+    def failing_fsync_dir(path: str) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(jsonl_plugin, "fsync_dir", failing_fsync_dir)
+    with pytest.raises(PersistenceError, match=r'locking session "s1" failed: .*Input/output error') as raised:
+        await persistence.create(meta("s1", CWD))
+    assert raised.value.code == "STORAGE_IO"
+    other = WriterLocks(str(root / ".locks"))
+    assert other.acquire("s1") == []  # nobody holds it
+    other.close()
+    monkeypatch.setattr(jsonl_plugin, "fsync_dir", synced.append)
+    await persistence.create(meta("s1", CWD))
+    assert synced == []  # the lock directory exists now: the lock makes nothing new
+    await persistence.append("s1", one_user_turn())
+    assert {str(root.parent), str(root)} <= set(synced)  # the bucket's preparation syncs both entries
+
+
+async def test_a_bucket_removed_after_its_first_log_is_made_again_for_the_next(rig: Rig, root: Path) -> None:
+    """(a bucket is prepared once per instance; if it disappears, the next new log makes it again)"""
+    persistence = await rig.mount()
+    await persistence.create(meta("s1", CWD))
+    await persistence.append("s1", one_user_turn())
+    bucket = Path(log_path(str(root), CWD, "s1")).parent
+    await persistence.delete("s1")
+    bucket.rmdir()
+    await persistence.create(meta("s2", CWD))
+    await persistence.append("s2", one_user_turn())
+    assert [path.name for path in bucket.iterdir()] == [Path(log_path(str(root), CWD, "s2")).name]
+    assert stat.S_IMODE(bucket.stat().st_mode) == 0o700
+    assert len((await persistence.load("s2")).events) == len(one_user_turn())
 
 
 async def test_two_instances_on_one_root_never_overwrite_a_log(root: Path) -> None:

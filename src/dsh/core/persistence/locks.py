@@ -65,7 +65,9 @@ def _holder(fd: int) -> str:
 class WriterLocks:
     """The writer locks of one backend instance over lock directory ``directory``.
 
-    Blocking calls (a few syscalls each); :meth:`acquire` raises
+    Blocking calls (a few syscalls each: the lock directory is created only when
+    opening a lock file finds it missing, so a held store costs no ``mkdir`` per
+    session); :meth:`acquire` raises
     :class:`PersistenceError` ``SESSION_LOCKED`` naming the holder's pid when another
     writer holds the session, ``STORAGE_IO`` when the lock file cannot be opened.
     """
@@ -79,14 +81,22 @@ class WriterLocks:
         digest = hashlib.sha256(id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
         return os.path.join(self.directory, digest + LOCK_SUFFIX)
 
-    def acquire(self, id: str) -> None:
-        """Hold the lock of session ``id`` until :meth:`close`."""
+    def acquire(self, id: str) -> list[str]:
+        """Hold the lock of session ``id`` until :meth:`close`.
+
+        Returns the directories this call created for the lock file, outermost first
+        (see :func:`~dsh.core.persistence.make_private_dirs`); usually none.
+        """
         if id in self._held:
-            return
+            return []
         path = self.path(id)
+        created: list[str] = []
         try:
-            make_private_dirs(self.directory)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, LOCK_MODE)
+            try:
+                fd = _open_lock(path)
+            except FileNotFoundError:  # the first lock of this directory (or it was removed): make it
+                created = make_private_dirs(self.directory)
+                fd = _open_lock(path)
         except OSError as error:
             raise PersistenceError(
                 f'cannot open the writer lock of session "{id}" at {path}: {error} '
@@ -109,6 +119,7 @@ class WriterLocks:
             os.pwrite(fd, pid, 0)  # one write: a reader sees the old text or the new, never none
             os.ftruncate(fd, len(pid))
         self._held[id] = fd
+        return created
 
     def release(self, id: str) -> None:
         """Let go of the lock of session ``id`` (a no-op when this instance does not hold it)."""
@@ -121,6 +132,11 @@ class WriterLocks:
         held, self._held = self._held, {}
         for fd in held.values():
             _let_go(fd)
+
+
+def _open_lock(path: str) -> int:
+    """Open (creating it, mode 0600) the lock file ``path``; never through a symbolic link."""
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, LOCK_MODE)
 
 
 def _let_go(fd: int) -> None:

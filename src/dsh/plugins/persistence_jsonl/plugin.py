@@ -190,20 +190,27 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             sync_file(path)
 
     def _materialize(self, id: str, path: str, data: bytes) -> None:
-        self._prepare_bucket(os.path.dirname(path))
+        """Publish a new log; its bucket is prepared once per instance (no ``mkdir`` per new log)."""
+        bucket = os.path.dirname(path)
+        if bucket not in self._synced_buckets:
+            self._prepare_bucket(bucket)
         if exists(path):
             raise PersistenceError(
                 f'refusing to materialize "{id}": a log already exists on disk (load/resume it instead)',
                 "SESSION_EXISTS",
             )
-        publish_new_file(path, data)
+        try:
+            publish_new_file(path, data)
+        except FileNotFoundError:  # the bucket was removed since it was prepared: make it again
+            self._synced_buckets.discard(bucket)
+            self._prepare_bucket(bucket)
+            publish_new_file(path, data)
 
     def _prepare_bucket(self, bucket: str) -> None:
-        """Make ``bucket`` (and the root) exist, with durable directory entries."""
+        """Make ``bucket`` (and the root) exist, with durable directory entries (a bucket not yet synced)."""
         created = make_private_dirs(bucket)
         unsynced = {os.path.dirname(directory) for directory in created}
-        if bucket not in self._synced_buckets:
-            unsynced.update((os.path.dirname(self.root), self.root))
+        unsynced.update((os.path.dirname(self.root), self.root))
         for directory in sorted(unsynced):
             fsync_dir(directory)
         self._synced_buckets.add(bucket)
@@ -357,11 +364,19 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         await run_blocking(None, partial(self._delete, id))
 
     async def lock_writer(self, id: str) -> None:
-        """Hold ``<root>/.locks/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`)."""
-        with self._storage(f'locking session "{id}"'):
-            for directory in make_private_dirs(self.root):
-                fsync_dir(os.path.dirname(directory))
-        self.locks.acquire(id)
+        """Hold ``<root>/.locks/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`).
+
+        The directories the lock creates (the root and ``.locks``, the first time) have
+        their entries fsynced; once they exist a lock costs no ``mkdir``.
+        """
+        created = self.locks.acquire(id)
+        try:
+            with self._storage(f'locking session "{id}"'):
+                for directory in created:
+                    fsync_dir(os.path.dirname(directory))
+        except PersistenceError:
+            self.locks.release(id)  # a failed lock is not kept (the first publish syncs the root again)
+            raise
 
     async def release_writer(self, id: str) -> None:
         """Let go of the lock of ``id`` and forget when its log was last synced."""
