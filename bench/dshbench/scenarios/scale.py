@@ -5,6 +5,9 @@ agents created and parked; RSS per agent is the growth of the process's resident
 divided by N (after a full garbage collection). Concurrent: M agents each run turns
 at the same time against one wire server that answers, in rotation, two no-op tool
 calls and a final answer; the rate is every step of every agent over the wall time.
+The same turns without persistence give the CPU a step costs when no session log is
+written: the difference is what the JSONL log (its files, fsyncs and worker threads)
+adds to each step.
 """
 
 from __future__ import annotations
@@ -41,9 +44,12 @@ async def run(plan: Plan) -> list[Metric]:
     agents = plan.concurrent_agents
     rate = Metric(SCENARIO, f"{agents} agents running turns at once, total", "steps/s")
     cpu = Metric(SCENARIO, f"{agents} agents running turns at once, CPU per step", "ms")
+    bare = Metric(SCENARIO, f"{agents} agents running turns at once, CPU per step, no persistence", "ms")
     for _ in range(plan.runs):
-        job = {"kind": "concurrent", "agents": agents, "turns": plan.concurrent_turns, "persistence": "jsonl"}
-        result = await run_served(rotation(), job, repeat=True)
-        rate.samples.append(result["steps"] / result["wall"])
-        cpu.samples.append(result["cpu"] / result["steps"] * 1000)
-    return [per_agent, total, rate, cpu]
+        for persistence, metric in (("jsonl", cpu), ("none", bare)):
+            job = {"kind": "concurrent", "agents": agents, "turns": plan.concurrent_turns, "persistence": persistence}
+            result = await run_served(rotation(), job, repeat=True)
+            if persistence == "jsonl":
+                rate.samples.append(result["steps"] / result["wall"])
+            metric.samples.append(result["cpu"] / result["steps"] * 1000)
+    return [per_agent, total, rate, cpu, bare]
