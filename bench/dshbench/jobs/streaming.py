@@ -11,15 +11,16 @@ the last stream's first chunk was logged, while every stream is open; the CPU pe
 second is reported for that steady part too. The steady part ends when the first
 stream's last chunk is logged: after that, turns end (answers assembled, logs synced)
 while the other streams still run, and the worst delay of the chunks logged then is
-reported on its own. The listener only notes each delta's text and arrival time in two
-flat lists (a tuple per chunk would be 20,000 tracked allocations a second, which
-drive the measured process's collector), and each session's last arrival (the CPU
-clock, a system call, is read by a timer 20 times a second, not per chunk); the stamps
-are read after the measured region, so the measurement costs the measured process as
-little as it can. The DeepSeek adapter gets a connection pool without a cap (its shipped session allows 100 connections,
-which would queue the other 900 streams: see ``docs/scaling.md``) and the shipped
-session's timeouts (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total;
-the adapter bounds each read itself). The bare reader uses the same session settings.
+reported on its own. The listener only notes each delta's text and arrival time, in two
+flat lists (a tuple per chunk would be 20,000 tracked allocations a second, which drive
+the measured process's collector), and each session's first and latest arrival; the
+CPU clock, a system call, is read by a timer 20 times a second, not per chunk. The
+stamps are read after the measured region, so the measurement costs the measured
+process as little as it can. The DeepSeek adapter gets a connection pool without a cap
+(its shipped session allows 100 connections, which would queue the other 900 streams:
+see ``docs/scaling.md``) and the shipped session's timeouts
+(:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total; the adapter bounds
+each read itself). The bare reader uses the same session settings.
 The agents' process loads ``gc-tuning`` last, as a ``dsh batch`` worker does; the bare
 reader's process gets the same collector settings, so the floor it sets is measured
 under the same collector.

@@ -44,12 +44,12 @@ async def run(plan: Plan) -> list[Metric]:
     agents = plan.concurrent_agents
     rate = Metric(SCENARIO, f"{agents} agents running turns at once, total", "steps/s")
     cpu = Metric(SCENARIO, f"{agents} agents running turns at once, CPU per step", "ms")
-    bare = Metric(SCENARIO, f"{agents} agents running turns at once, CPU per step, no persistence", "ms")
+    unlogged = Metric(SCENARIO, f"{agents} agents running turns at once, CPU per step, no persistence", "ms")
+    job = {"kind": "concurrent", "agents": agents, "turns": plan.concurrent_turns}
     for _ in range(plan.runs):
-        for persistence, metric in (("jsonl", cpu), ("none", bare)):
-            job = {"kind": "concurrent", "agents": agents, "turns": plan.concurrent_turns, "persistence": persistence}
-            result = await run_served(rotation(), job, repeat=True)
-            if persistence == "jsonl":
-                rate.samples.append(result["steps"] / result["wall"])
-            metric.samples.append(result["cpu"] / result["steps"] * 1000)
-    return [per_agent, total, rate, cpu, bare]
+        logged = await run_served(rotation(), {**job, "persistence": "jsonl"}, repeat=True)
+        rate.samples.append(logged["steps"] / logged["wall"])
+        cpu.samples.append(logged["cpu"] / logged["steps"] * 1000)
+        bare = await run_served(rotation(), {**job, "persistence": "none"}, repeat=True)
+        unlogged.samples.append(bare["cpu"] / bare["steps"] * 1000)
+    return [per_agent, total, rate, cpu, unlogged]

@@ -207,7 +207,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
             publish_new_file(path, data)
 
     def _prepare_bucket(self, bucket: str) -> None:
-        """Make ``bucket`` (and the root) exist, with durable directory entries (a bucket not yet synced)."""
+        """Make ``bucket`` (and the root) exist and their directory entries durable; once per bucket and instance."""
         created = make_private_dirs(bucket)
         unsynced = {os.path.dirname(directory) for directory in created}
         unsynced.update((os.path.dirname(self.root), self.root))
