@@ -23,6 +23,7 @@ from typing import Any, Literal
 import dsh.adapters.deepseek as llm_deepseek
 import dsh.plugins.gc_tuning as gc_tuning
 import dsh.plugins.invariants as invariants
+import dsh.plugins.llm_admission as llm_admission
 import dsh.plugins.llm_retry as llm_retry
 import dsh.plugins.tool_bash as tool_bash
 import dsh.plugins.tool_fs as tool_fs
@@ -61,6 +62,7 @@ class StackOptions:
     ``fs_root`` loads the local filesystem (rooted there) and the file tools.
     ``freeze_startup`` freezes the start-up objects as the ``dsh`` process does (see
     :func:`boot`). ``compaction`` loads the compaction plugin (with the adapter).
+    ``admission`` loads ``llm-admission`` (its defaults), as the built-in profiles do.
     ``gc_tuning`` loads ``gc-tuning`` last, as a ``dsh batch`` worker does once its tree
     booted: the collector's thresholds, the boot frozen.
     """
@@ -76,6 +78,7 @@ class StackOptions:
     loop: bool = True
     freeze_startup: bool = False
     compaction: bool = False
+    admission: bool = False
     gc_tuning: bool = False
 
 
@@ -134,6 +137,8 @@ async def boot(options: StackOptions) -> Context:
     if options.fs_root is not None:
         await ctx.plugin(LocalFileSystem, {"root": options.fs_root})
         await ctx.plugin(tool_fs)
+    if options.admission:
+        await ctx.plugin(llm_admission)
     if options.loop:
         await ctx.plugin(AgentLoop, {"agents": []})
     if options.gc_tuning:

@@ -46,6 +46,7 @@ async def test_config_prints_the_default_profile_without_a_key(
         "subagent",
         "agent-loop",
         "llm-retry",
+        "llm-admission",
         "compaction",
         "session-persistence-jsonl",
         "llm-deepseek",
@@ -65,7 +66,7 @@ async def test_config_reflects_the_demo_invariants_and_model_options(capsys: pyt
 
 async def test_config_check_prints_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     assert await amain(["config", "--check"]) == 0
-    assert capsys.readouterr().out == "the built-in default profile: ok (19 plugins)\n"
+    assert capsys.readouterr().out == "the built-in default profile: ok (20 plugins)\n"
     assert await amain(["config", "--check", str(PROJECT / "examples" / "base.yml")]) == 0
     assert capsys.readouterr().out == f"{PROJECT / 'examples' / 'base.yml'}: ok (9 plugins)\n"
 

@@ -21,7 +21,8 @@ process as little as it can. The DeepSeek adapter gets a connection pool without
 see ``docs/scaling.md``) and the shipped session's timeouts
 (:data:`~dsh.adapters.deepseek.transport.CONNECT_TIMEOUT`, no total; the adapter bounds
 each read itself). The bare reader uses the same session settings.
-The agents' process loads ``gc-tuning`` last, as a ``dsh batch`` worker does; the bare
+The agents' process loads ``llm-admission`` as the built-in profiles do (a burst of new
+requests starts a few at a time) and ``gc-tuning`` last, as a ``dsh batch`` worker does; the bare
 reader's process gets the same collector settings, so the floor it sets is measured
 under the same collector.
 """
@@ -102,7 +103,9 @@ async def streaming_job(params: dict[str, Any], probe: Probe) -> dict[str, Any]:
                 first[key] = now
 
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as scratch:
-        options = StackOptions(persistence="jsonl", store=scratch, invariants=False, bash=False, gc_tuning=True)
+        options = StackOptions(
+            persistence="jsonl", store=scratch, invariants=False, bash=False, admission=True, gc_tuning=True
+        )
         ctx = await boot(options)
         session = _http_session()
         adapter = DeepSeekAdapter("bench-key", params["baseUrl"], models=[MODEL], session=session)

@@ -193,6 +193,7 @@ def profile_entries(settings: Settings, purpose: Purpose = "agent", *, portable:
     entries += [
         _entry("agent-loop", "agent-loop", {"agents": [], "maxSteps": DEFAULT_MAX_STEPS}),
         _entry("llm-retry", "llm-retry"),
+        _entry("llm-admission", "llm-admission"),  # many agents' requests start a few at a time
         _entry("compaction", "compaction"),
         _persistence(settings, portable),
     ]
