@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from dsh.core.llm import GenerateOptions, LlmAdapter, Message, StreamChunk, TextDeltaChunk, text, text_of
 from dsh.plugins.llm_admission.plugin import Cancel
 from dsh.testing.scripted import text_response
+from tests.agent_loop.helpers import until as until  # the loop tests' tick-bounded wait, shared
 
 GATED = "gated"
 """The model name the tests serve with :class:`GatedModel`."""
@@ -154,15 +155,6 @@ def texts(chunks: list[StreamChunk]) -> str:
 async def collect(stream: AsyncIterator[StreamChunk]) -> list[StreamChunk]:
     """Every chunk of ``stream``, in order."""
     return [chunk async for chunk in stream]
-
-
-async def until(predicate: Callable[[], bool], limit: int = 2000) -> None:
-    """Yield to the loop until ``predicate()`` holds (bounded by a number of ticks, not time)."""
-    for _ in range(limit):
-        if predicate():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never became true")
 
 
 async def ticks(count: int = 20) -> None:
