@@ -16,6 +16,10 @@ GATED = "gated"
 
 
 # ----------------------------------------------------------------------------- clock
+def _nothing() -> None:
+    """What a cancelled alarm holds instead of its callback."""
+
+
 @dataclass
 class Alarm:
     """One hold timer: the plugin set it; the test fires it (or sees it cancelled)."""
@@ -27,6 +31,7 @@ class Alarm:
 
     def cancel(self) -> None:
         self.cancelled = True
+        self.callback = _nothing  # as asyncio's handles do: a cancelled timer keeps no reference to its callback
 
     def fire(self) -> None:
         assert not self.cancelled, "a cancelled alarm never fires"

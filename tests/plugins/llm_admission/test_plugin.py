@@ -389,6 +389,20 @@ async def test_aclose_mid_stream_closes_the_model_stream_and_gives_the_stream_sl
         assert r.counts() == (0, 0, 0, 0)
 
 
+async def test_a_stream_abandoned_mid_way_without_aclose_still_gives_its_stream_slot_to_the_next() -> None:
+    async with rig(rest=False, maxStreams=1) as r:
+        r.model.answer_all()
+        abandoned = r.stream("abandoned")
+        await abandoned.__anext__()
+        nxt = r.start("next")
+        await until(lambda: r.counts() == (0, 0, 1, 1))
+        del abandoned  # the last reference: no aclose(), against the contract
+        await until(has_started(r.model, 2))
+        r.model.calls[1].rest.set()
+        assert texts(await nxt) == reply("next")
+        assert r.counts() == (0, 0, 0, 0)
+
+
 class PlainStream:
     """An async iterator that is no generator (no ``aclose``): each next is a ready future."""
 

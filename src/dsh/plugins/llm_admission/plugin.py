@@ -24,13 +24,15 @@ costs nothing per chunk: once the first chunk is through, the wrapper hands each
 ``__anext__`` of the stream beneath to its consumer as is (with ``maxStreams`` it also
 watches for the end). Cancellation: a request waiting for a slot stops when the
 request's abort signal fires (``AbortError`` with its reason, what the adapters raise)
-or its task is cancelled; it holds nothing then. Unloading the plugin removes the
-listener: requests already admitted keep their streams.
+or its task is cancelled; it holds nothing then. A stream dropped without ``aclose()``
+gives its slots back when it is freed. Unloading the plugin removes the listener:
+requests already admitted keep their streams.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -171,6 +173,12 @@ class AdmittedStream:
             streams = self._admission.streams
             assert streams is not None  # only a limit hands out stream slots
             streams.give()
+
+    def __del__(self) -> None:
+        """Abandoned without :meth:`aclose` (against the ``llm/stream`` contract): give back what it holds."""
+        if self._open or self._streaming:
+            with contextlib.suppress(RuntimeError):  # the event loop is already closed: nobody waits any more
+                self._let_go()
 
     async def aclose(self) -> None:
         """Close the stream beneath (if it started) and give back what this one holds."""
