@@ -37,6 +37,7 @@ from dsh.kernel.loader import (
 from dsh.kernel.logger import Logger
 from dsh.kernel.plugin import PluginInfo, PluginSpec, describe
 from dsh.kernel.service import Service, ServiceHandle, ServiceKey, unwrap
+from dsh.kernel.timer import Timer, TimerHandle
 
 __all__ = [
     "AbortController",
@@ -65,6 +66,8 @@ __all__ = [
     "Service",
     "ServiceHandle",
     "ServiceKey",
+    "Timer",
+    "TimerHandle",
     "WaterfallEvent",
     "aborted_signal",
     "describe",

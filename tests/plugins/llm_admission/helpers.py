@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from dsh.core.llm import GenerateOptions, LlmAdapter, Message, StreamChunk, TextDeltaChunk, text, text_of
-from dsh.plugins.llm_admission.plugin import Cancel
 from dsh.testing.scripted import text_response
 from tests.agent_loop.helpers import until as until  # the loop tests' tick-bounded wait, shared
 
@@ -25,7 +24,7 @@ class Alarm:
     """One hold timer: the plugin set it; the test fires it (or sees it cancelled)."""
 
     seconds: float
-    callback: Callable[[], None]
+    callback: Callable[[], object]
     cancelled: bool = False
     fired: bool = False
 
@@ -42,14 +41,14 @@ class Alarm:
 
 @dataclass
 class FakeTimer:
-    """A :data:`~dsh.plugins.llm_admission.Timer` that never runs by itself: :meth:`Alarm.fire` runs one."""
+    """A :data:`~dsh.kernel.Timer` that never runs by itself: :meth:`Alarm.fire` runs one."""
 
     alarms: list[Alarm] = field(default_factory=list)
 
-    def __call__(self, seconds: float, callback: Callable[[], None]) -> Cancel:
+    def __call__(self, seconds: float, callback: Callable[[], object]) -> Alarm:
         alarm = Alarm(seconds, callback)
         self.alarms.append(alarm)
-        return alarm.cancel
+        return alarm
 
     @property
     def pending(self) -> list[Alarm]:

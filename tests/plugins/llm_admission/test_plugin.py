@@ -29,7 +29,6 @@ from dsh.plugins.llm_admission import (
     Config,
     admission_plugin,
     install_admission,
-    loop_timer,
 )
 from dsh.testing.harness import Harness
 from dsh.testing.scripted import text_response
@@ -169,16 +168,21 @@ def test_the_module_is_the_plugin_entry() -> None:
     assert (spec.name, spec.Config, list(spec.inject)) == ("llm-admission", Config, ["llm"])
 
 
-async def test_the_loop_timer_calls_back_on_the_event_loop_and_its_cancel_stops_it() -> None:
-    fired = asyncio.Event()
-    loop_timer(0, fired.set)
-    assert not fired.is_set()  # never synchronously
-    await fired.wait()
-    stopped: list[str] = []
-    cancel = loop_timer(0, lambda: stopped.append("ran"))
-    cancel()
-    await ticks()
-    assert stopped == []
+async def test_without_a_timer_of_its_own_holdms_passes_on_the_event_loop_clock() -> None:
+    model = GatedModel()
+    async with Harness(with_loop=False, invariants_plugin=False) as harness:
+        harness.llm.register_adapter([GATED], model)
+        admission = install_admission(harness.ctx, Config(holdMs=1, maxOpening=1))  # the loop's call_later
+        slow = asyncio.create_task(collect(harness.ctx[LLM].stream(ask("slow"))))
+        nxt = asyncio.create_task(collect(harness.ctx[LLM].stream(ask("next"))))
+        async with asyncio.timeout(10):
+            while len(model.calls) < 2:  # the 1 ms hold ran out while "slow" still waits for its answer
+                await asyncio.sleep(0.001)
+        assert [call.prompt for call in model.calls] == ["slow", "next"]
+        model.answer_all()
+        assert texts(await slow) == reply("slow")
+        assert texts(await nxt) == reply("next")
+        assert (admission.opening.held, admission.opening.waiting) == (0, 0)
 
 
 # ------------------------------------------------------------------------ opening

@@ -15,12 +15,10 @@ from dsh.plugins.llm_admission.plugin import (
     Admission,
     AdmittedStream,
     Config,
-    Timer,
     admission_plugin,
     apply,
     inject,
     install_admission,
-    loop_timer,
     name,
 )
 from dsh.plugins.llm_admission.slots import Slots
@@ -32,11 +30,9 @@ __all__ = [
     "AdmittedStream",
     "Config",
     "Slots",
-    "Timer",
     "admission_plugin",
     "apply",
     "inject",
     "install_admission",
-    "loop_timer",
     "name",
 ]

@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from dsh.core.llm import LLM, LLM_STREAM, GenerateOptions, StreamChunk
-from dsh.kernel import Context, PluginSpec
+from dsh.kernel import Context, PluginSpec, Timer, TimerHandle
 from dsh.plugins.llm_admission.slots import Slots
 
 name = "llm-admission"
@@ -50,15 +50,6 @@ DEFAULT_MAX_OPENING = 8
 
 DEFAULT_HOLD_MS = 250
 """The longest a request waiting for its first chunk keeps its opening slot, in ms."""
-
-Cancel = Callable[[], object]
-Timer = Callable[[float, Callable[[], None]], Cancel]
-"""Call the function after that many seconds; returns what stops it (a test passes a fake clock's)."""
-
-
-def loop_timer(seconds: float, callback: Callable[[], None]) -> Cancel:
-    """:data:`Timer` on the running event loop (``call_later``)."""
-    return asyncio.get_running_loop().call_later(seconds, callback).cancel
 
 
 class Config(BaseModel):
@@ -72,11 +63,14 @@ class Config(BaseModel):
 
 
 class Admission:
-    """The limits of one loaded plugin and their counts (read them; do not change them)."""
+    """The limits of one loaded plugin and their counts (read them; do not change them).
+
+    ``timer`` schedules the ``holdMs`` timeouts (None: the running loop's ``call_later``).
+    """
 
     __slots__ = ("hold", "opening", "streams", "timer")
 
-    def __init__(self, config: Config, timer: Timer) -> None:
+    def __init__(self, config: Config, timer: Timer | None = None) -> None:
         self.opening = Slots(config.max_opening)
         self.streams = Slots(config.max_streams) if config.max_streams is not None else None
         self.hold = config.hold_ms / 1000
@@ -95,7 +89,7 @@ class AdmittedStream:
     stream beneath and gives back what it holds; so does the stream's end or failure.
     """
 
-    __slots__ = ("_admission", "_beneath", "_cancel_hold", "_inner", "_open", "_options", "_streaming")
+    __slots__ = ("_admission", "_beneath", "_hold", "_inner", "_open", "_options", "_streaming")
 
     def __init__(
         self, admission: Admission, options: GenerateOptions, beneath: Callable[[], AsyncIterator[StreamChunk]]
@@ -106,7 +100,7 @@ class AdmittedStream:
         self._inner: AsyncIterator[StreamChunk] | None = None
         self._open = False  # holds an opening slot
         self._streaming = False  # holds a stream slot
-        self._cancel_hold: Cancel | None = None
+        self._hold: TimerHandle | None = None  # the holdMs timeout while it holds an opening slot
 
     def __aiter__(self) -> AdmittedStream:
         return self
@@ -147,7 +141,8 @@ class AdmittedStream:
             self._let_go()
             raise
         self._open = True
-        self._cancel_hold = admission.timer(admission.hold, self._end_opening)
+        timer = admission.timer or asyncio.get_running_loop().call_later
+        self._hold = timer(admission.hold, self._end_opening)
 
     async def _watched(self, inner: AsyncIterator[StreamChunk]) -> StreamChunk:
         try:
@@ -158,9 +153,9 @@ class AdmittedStream:
 
     def _end_opening(self) -> None:
         """Give back the opening slot (the first chunk came, or ``holdMs`` passed); idempotent."""
-        cancel, self._cancel_hold = self._cancel_hold, None
-        if cancel is not None:
-            cancel()
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.cancel()
         if self._open:
             self._open = False
             self._admission.opening.give()
@@ -192,7 +187,7 @@ class AdmittedStream:
             self._let_go()
 
 
-def install_admission(ctx: Context, config: Config, timer: Timer = loop_timer) -> Admission:
+def install_admission(ctx: Context, config: Config, timer: Timer | None = None) -> Admission:
     """Put every model stream made through ``ctx``'s kernel behind ``config``'s limits.
 
     Adds one ``llm/stream`` listener owned by ``ctx``'s fiber and returns the
@@ -204,7 +199,7 @@ def install_admission(ctx: Context, config: Config, timer: Timer = loop_timer) -
     return admission
 
 
-def admission_plugin(timer: Timer = loop_timer) -> PluginSpec:
+def admission_plugin(timer: Timer | None = None) -> PluginSpec:
     """The ``llm-admission`` plugin with its clock (``timer``; tests pass a fake one)."""
 
     def start(ctx: Context, config: Config) -> None:

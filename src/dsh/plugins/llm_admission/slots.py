@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 
 from dsh.kernel import AbortError, AbortSignal
@@ -62,10 +63,8 @@ class Slots:
         self.held -= 1
 
     def _forget(self, waiter: asyncio.Future[None]) -> None:
-        try:
+        with contextlib.suppress(ValueError):  # already taken off by give(), which skips a finished waiter
             self._waiters.remove(waiter)
-        except ValueError:
-            pass
 
 
 def _refuse(waiter: asyncio.Future[None], signal: AbortSignal) -> None:

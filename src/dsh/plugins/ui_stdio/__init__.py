@@ -15,13 +15,12 @@ the terminal themselves (``dsh chat``) call :func:`create_stdio_chat` with their
     code = await done          # then dispose the root context and exit with code
 """
 
+from dsh.kernel import Timer, TimerHandle  # the shape of call_later its runtime takes
 from dsh.plugins.ui_stdio.chat import (
     EXIT_DELAY,
     StdioChatConfig,
     StdioRuntime,
     TextSink,
-    Timer,
-    TimerHandle,
     chat_config,
     create_stdio_chat,
 )

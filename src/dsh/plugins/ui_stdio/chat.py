@@ -39,7 +39,7 @@ from dsh.core.agent import (
 )
 from dsh.core.llm import StreamChunk, text
 from dsh.core.session import SESSION_EVENT, Session, SessionEvent
-from dsh.kernel import Context, Disposer, Effect
+from dsh.kernel import Context, Disposer, Effect, Timer, TimerHandle
 from dsh.plugins.ui_stdio.commands import ChatCommands
 from dsh.plugins.ui_stdio.render import PROMPT, Renderer
 
@@ -69,17 +69,6 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> object: ...
 
     def flush(self) -> object: ...
-
-
-class TimerHandle(Protocol):
-    """A scheduled callback that can be called off (``asyncio.TimerHandle`` fits)."""
-
-    def cancel(self) -> None: ...
-
-
-Timer = Callable[[float, Callable[[], object]], TimerHandle]
-"""``timer(delay, callback)`` runs ``callback`` after ``delay`` seconds; the default is the
-running loop's ``call_later``."""
 
 
 @dataclass(frozen=True)
