@@ -1,9 +1,10 @@
-"""One writer per session across processes: two `dsh run --resume ID` raced 50 times on each backend."""
+"""One writer per session across processes: two `dsh run --resume ID` raced 100 times on each backend."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -12,8 +13,9 @@ import pytest
 from dsh.cli.profile import profile_entries
 from dsh.cli.settings import Settings
 from tests.cli.helpers import child_env, dsh, namespace, session_id_of, write_tree
+from tests.plugins.persistence_postgres.conftest import cluster  # noqa: F401 - the private PostgreSQL server
 
-RACES = 50
+RACES = 100
 RACE_DRIVER = Path(__file__).with_name("resume_race.py")
 
 
@@ -23,21 +25,32 @@ def hold(marker: Path) -> str:
 
 
 def storage_args(backend: str, tmp_path: Path, workspace: Path) -> list[str]:
-    """The options selecting the demo model and ``backend`` (SQLite through a tree naming the demo model)."""
+    """The options selecting the demo model and ``backend``: ``jsonl``, ``sqlite`` (through a tree naming the
+    demo model) or a PostgreSQL URL (``--store``)."""
     if backend == "jsonl":
         return ["--demo", "--sessions-root", str(tmp_path / "sessions")]
+    if backend.startswith("postgresql:"):
+        return ["--demo", "--store", backend]
     settings = Settings.from_args(namespace(cwd=str(workspace), demo=True), {})
     sqlite = {"id": "persistence", "name": "session-persistence-sqlite", "config": {"path": str(tmp_path / "s.db")}}
     entries = [entry if entry["id"] != "persistence" else sqlite for entry in profile_entries(settings)]
     return ["--config", str(write_tree(tmp_path / "tree.yml", entries))]
 
 
-@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def holder_of(backend: str, pid: object) -> str:
+    """How the refusal names the process holding the session: its pid (a lock file), or pid and host (a lease)."""
+    return f"pid {pid}" if backend != "postgres" else f"dsh pid {pid} on {socket.gethostname()}"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite", "postgres"])
 async def test_two_resumes_at_once_exactly_one_writes_the_other_is_refused_naming_it(
-    backend: str, tmp_path: Path, workspace: Path
+    backend: str, tmp_path: Path, workspace: Path, request: pytest.FixtureRequest
 ) -> None:
+    """(PostgreSQL: the private cluster, a lease per session instead of a lock file)"""
     env = child_env(key=None, home=tmp_path / "home")
-    storage = storage_args(backend, tmp_path, workspace)
+    store = request.getfixturevalue("cluster").url() if backend == "postgres" else backend
+    storage = storage_args(store, tmp_path, workspace)
     first = await dsh(*storage, "--cwd", str(workspace), "run", "echo first", env=env, cwd=workspace)
     assert first.status == 0, first.stderr
     session_id = session_id_of(first.stderr)
@@ -53,7 +66,7 @@ async def test_two_resumes_at_once_exactly_one_writes_the_other_is_refused_namin
         cwd=workspace,
         stdout=asyncio.subprocess.PIPE,
     )
-    out, _ = await asyncio.wait_for(driver.communicate(), timeout=300)
+    out, _ = await asyncio.wait_for(driver.communicate(), timeout=280)
     assert driver.returncode == 0
     races = [json.loads(line) for line in out.decode().splitlines()]
     assert len(races) == RACES
@@ -63,7 +76,7 @@ async def test_two_resumes_at_once_exactly_one_writes_the_other_is_refused_namin
         assert loser["status"] == 1
         assert loser["stderr"] == (
             f'dsh: cannot resume session "{session_id}": session "{session_id}" is in use by another dsh process '
-            f"(pid {winner['pid']}); wait for it to finish or stop it, then try again\n"
+            f"({holder_of(backend, winner['pid'])}); wait for it to finish or stop it, then try again\n"
         )
     shown = await dsh(*storage, "sessions", "show", "--json", session_id, env=env, cwd=workspace)
     assert shown.status == 0, shown.stderr
