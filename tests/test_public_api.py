@@ -317,6 +317,7 @@ FROZEN: dict[str, list[str]] = {
         "MISSING",
         "POLL_INTERVAL_S",
         "SESSION_PERSISTENCE",
+        "BatchedOffload",
         "CoordinatedPersistence",
         "LoadedSession",
         "MemoryConfig",

@@ -7,7 +7,8 @@
   live sessions, write-behind buffers, flush, per-id ordering, dispose drain);
 * :class:`CoordinatedPersistence`: hooks + coordinator = the service;
 * :class:`MemoryPersistence`: the in-memory backend plugin;
-* helpers for storage backends: :func:`run_blocking` (blocking I/O off the event loop),
+* helpers for storage backends: :func:`run_blocking` and :class:`BatchedOffload` (blocking I/O off
+  the event loop, one piece at a time or in batches),
   :class:`WriterLocks` (one writer per session across processes),
   :func:`make_private_dirs` (0700 directories, safe against concurrent creators),
   :func:`poll_log` (the polling live tail behind ``follow``),
@@ -32,7 +33,7 @@ from dsh.core.persistence.jsontext import (
 )
 from dsh.core.persistence.locks import WriterLocks
 from dsh.core.persistence.memory import MemoryConfig, MemoryPersistence, MemoryStorage
-from dsh.core.persistence.offload import run_blocking
+from dsh.core.persistence.offload import BatchedOffload, run_blocking
 from dsh.core.persistence.readback import (
     loads_stored_json,
     parse_event_lines,
@@ -49,6 +50,7 @@ __all__ = [
     "MISSING",
     "POLL_INTERVAL_S",
     "SESSION_PERSISTENCE",
+    "BatchedOffload",
     "CoordinatedPersistence",
     "LoadedSession",
     "MemoryConfig",

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dsh.core.persistence import (
     MISSING,
+    BatchedOffload,
     CoordinatedPersistence,
     PersistenceError,
     StoredPrefix,
@@ -23,7 +24,6 @@ from dsh.core.persistence import (
     header_text,
     json_bytes,
     make_private_dirs,
-    run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader
 from dsh.kernel import ConfigPath, Context
@@ -89,14 +89,17 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     their own: one stays for every session ever written, and finding a session lists
     the root.
 
-    Every hook runs its blocking file I/O in the event loop's default executor, so
-    other sessions keep running and different sessions' fsyncs overlap (except a
-    checkpoint's write to an existing log: one unsynced ``write``, done on the loop,
-    where it cannot be cancelled halfway); a read scans
-    the log there too, while a write encodes its lines on the loop first (small work
-    that would only contend for the GIL in a thread). The coordinator runs one hook at a time per session id;
-    a hook whose caller is cancelled still finishes its file work (see
-    :func:`~dsh.core.persistence.run_blocking`), so a batch is never left half written.
+    Every hook runs its blocking file I/O in the event loop's default executor, through a
+    :class:`~dsh.core.persistence.BatchedOffload` (at most four batches out at once), so
+    other sessions keep running while one session's fsync stalls, and when many sessions
+    write at once (a thousand turns ending together) their file work goes to the threads
+    in a few batches rather than one hop each (except a checkpoint's write to an existing
+    log: one unsynced ``write``, done on the loop, where it cannot be cancelled halfway); a
+    read scans the log there too, while a write encodes its lines on the loop first (small
+    work that would only contend for the GIL in a thread). The coordinator runs one hook at
+    a time per session id; a hook whose caller is cancelled still finishes its file work
+    (see :class:`~dsh.core.persistence.BatchedOffload`), so a batch of events is never left
+    half written.
     OS failures are raised as :class:`~dsh.core.persistence.PersistenceError` (code
     ``STORAGE_IO``, the ``OSError`` as ``__cause__``). A log that is a symbolic link is
     never read, appended to or truncated (``SYMLINKED_LOG``): every log is opened with
@@ -113,6 +116,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         self._last_sync: dict[str, float] = {}
         self._synced_buckets: set[str] = set()
         self.locks = WriterLocks(os.path.join(self.root, LOCKS_DIR))
+        self._offload = BatchedOffload()
         super().__init__(ctx)
 
     @contextmanager
@@ -289,18 +293,18 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         """
         await self.lock_writer(id)
         with self._storage(f'repairing session "{id}"'):
-            return await run_blocking(None, partial(self._cut_damage, id))
+            return await self._offload.run(partial(self._cut_damage, id))
 
     # ------------------------------------------------------------------ storage hooks
     async def load_stored(self, id: str) -> StoredPrefix | None:
-        return await run_blocking(None, partial(self._read_stored, id))
+        return await self._offload.run(partial(self._read_stored, id))
 
     async def load_live(self, id: str, cwd: str | None) -> StoredPrefix | None:
-        return await run_blocking(None, partial(self._read_live, id, cwd))
+        return await self._offload.run(partial(self._read_live, id, cwd))
 
     async def change_mark(self, id: str) -> object:
         """The log file's identity, size and modification time (None when there is no file): a stat, no read."""
-        return await run_blocking(None, partial(self._mark, id))
+        return await self._offload.run(partial(self._mark, id))
 
     async def append_batch(self, meta: SessionHeader, events: Sequence[SessionEvent], materialized: bool) -> None:
         await self._append(meta, events, materialized, sync=True)
@@ -341,7 +345,7 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
 
     async def sync_log(self, meta: SessionHeader) -> None:
         id = meta.id
-        await run_blocking(None, partial(self._sync, id, log_path(self.root, cwd_of(meta), id)))
+        await self._offload.run(partial(self._sync, id, log_path(self.root, cwd_of(meta), id)))
         self._synced(id)
 
     async def _append(
@@ -352,16 +356,16 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         lines = _event_lines(events)
         if not materialized:
             lines.insert(0, seal(header_text(meta).encode()))
-        await run_blocking(None, partial(self._write_batch, id, path, _encode_lines(lines), materialized, sync))
+        await self._offload.run(partial(self._write_batch, id, path, _encode_lines(lines), materialized, sync))
 
     async def commit_repair(self, meta: SessionHeader, torn_marker: object, closers: Sequence[SessionEvent]) -> None:
         id = meta.id
         path = log_path(self.root, cwd_of(meta), id)
         data = _encode_lines(_event_lines(closers)) if closers else b""
-        await run_blocking(None, partial(self._repair, id, path, torn_marker, data))
+        await self._offload.run(partial(self._repair, id, path, torn_marker, data))
 
     async def delete_stored(self, id: str) -> None:
-        await run_blocking(None, partial(self._delete, id))
+        await self._offload.run(partial(self._delete, id))
 
     async def lock_writer(self, id: str) -> None:
         """Hold ``<root>/.locks/<hash of the id>.lock`` (see :class:`~dsh.core.persistence.WriterLocks`).
@@ -388,4 +392,4 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
         self.locks.close()
 
     async def list(self) -> builtins.list[SessionHeader]:
-        return await run_blocking(None, self._headers)
+        return await self._offload.run(self._headers)

@@ -1,0 +1,274 @@
+"""BatchedOffload: blocking work in batches, at most ``width`` batches at a time, each caller its own outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import gc
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh.core.persistence import BatchedOffload
+
+WAIT = 30.0
+"""Upper bound for a thread to wait on an event the test sets (a hang fails instead of blocking)."""
+
+
+class Gate:
+    """A blocking point for worker threads: ``entered`` is set when a thread arrives, which then waits for
+    ``release``."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def pass_through(self) -> None:
+        self.entered.set()
+        assert self.release.wait(WAIT)
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """A thread pool that counts the batches handed to it."""
+
+    def __init__(self, workers: int = 4) -> None:
+        super().__init__(max_workers=workers)
+        self.submitted = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def entered(gate: Gate) -> None:
+    assert await asyncio.get_running_loop().run_in_executor(None, gate.entered.wait, WAIT)
+
+
+async def ticks(count: int = 20) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
+def test_a_width_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="width must be at least 1, got 0"):
+        BatchedOffload(width=0)
+
+
+async def test_each_caller_gets_its_own_result_computed_off_the_loop() -> None:
+    """(the default executor; a free place sends each piece at once)"""
+    offload = BatchedOffload()
+    caller = threading.get_ident()
+    assert await offload.run(threading.get_ident) != caller
+    assert await asyncio.gather(*(offload.run(lambda n=n: n * n) for n in range(6))) == [n * n for n in range(6)]
+
+
+async def test_work_that_waits_goes_in_one_batch_in_the_order_it_was_handed_over() -> None:
+    """(width 1: while the first batch is out, three more pieces wait, then go together: two hops in all)"""
+    gate = Gate()
+    ran: list[str] = []
+    with CountingExecutor() as executor:
+        offload = BatchedOffload(executor, width=1)
+        first = asyncio.ensure_future(offload.run(gate.pass_through))
+        await entered(gate)
+        rest = [asyncio.ensure_future(offload.run(lambda name=name: ran.append(name) or name)) for name in "abc"]
+        await ticks()
+        assert ran == []
+        gate.release.set()
+        await first
+        assert await asyncio.gather(*rest) == ["a", "b", "c"]
+        assert executor.submitted == 2
+    assert ran == ["a", "b", "c"]
+
+
+async def test_a_failure_is_raised_to_its_own_caller_only() -> None:
+    """(the other pieces of the batch still run and return)"""
+    gate = Gate()
+
+    def fail() -> None:
+        raise OSError(errno.EIO, "device gone")
+
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        offload = BatchedOffload(executor, width=1)
+        first = asyncio.ensure_future(offload.run(gate.pass_through))
+        await entered(gate)
+        before = asyncio.ensure_future(offload.run(lambda: "before"))
+        failing = asyncio.ensure_future(offload.run(fail))
+        after = asyncio.ensure_future(offload.run(lambda: "after"))
+        gate.release.set()
+        await first
+        assert await before == "before"
+        with pytest.raises(OSError, match="device gone"):
+            await failing
+        assert await after == "after"
+
+
+async def test_a_blocked_piece_holds_up_only_its_own_batch_while_another_place_is_free() -> None:
+    """(width 2: a stalled write leaves the other place to the rest)"""
+    gate = Gate()
+    offload = BatchedOffload(width=2)
+    stalled = asyncio.ensure_future(offload.run(gate.pass_through))
+    await entered(gate)
+    assert await offload.run(lambda: "through") == "through"
+    assert not stalled.done()
+    gate.release.set()
+    await stalled
+
+
+async def test_a_cancelled_caller_waits_for_its_running_piece_to_finish() -> None:
+    """(cancellation never abandons work handed over, even when repeated)"""
+    gate = Gate()
+    done: list[str] = []
+
+    def work() -> str:
+        gate.pass_through()
+        done.append("finished")
+        return "result"
+
+    task = asyncio.ensure_future(BatchedOffload().run(work))
+    await entered(gate)
+    task.cancel()
+    await ticks()
+    assert not task.done()
+    task.cancel()
+    await ticks()
+    assert not task.done()
+    gate.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert done == ["finished"]
+
+
+async def test_a_waiting_piece_whose_caller_is_cancelled_still_runs_and_its_failure_is_dropped_quietly() -> None:
+    """(handed over means it will run; its outcome is neither raised nor reported as never retrieved)"""
+    gate = Gate()
+    ran: list[str] = []
+    reported: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+
+    def fail() -> None:
+        ran.append("waiting")
+        raise OSError(errno.ENOSPC, "disk full")
+
+    try:
+        with ThreadPoolExecutor(max_workers=1) as executor:
+            offload = BatchedOffload(executor, width=1)
+            busy = asyncio.ensure_future(offload.run(gate.pass_through))
+            await entered(gate)
+            waiting = asyncio.ensure_future(offload.run(fail))
+            await ticks()
+            waiting.cancel()
+            await ticks()
+            assert not waiting.done()
+            gate.release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await busy
+        del waiting
+        gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+    assert ran == ["waiting"]
+    assert reported == []
+
+
+async def test_a_batch_its_executor_drops_before_it_starts_cancels_its_callers() -> None:
+    """(shut down with cancel_futures: nothing of the batch ran, each caller is cancelled)"""
+    gate = Gate()
+    ran: list[str] = []
+    executor = ThreadPoolExecutor(max_workers=1)
+    busy = asyncio.ensure_future(asyncio.get_running_loop().run_in_executor(executor, gate.pass_through))
+    await entered(gate)
+    offload = BatchedOffload(executor)
+    queued = [asyncio.ensure_future(offload.run(lambda: ran.append("queued"))) for _ in range(2)]
+    await ticks()
+    executor.shutdown(wait=False, cancel_futures=True)
+    for task in queued:
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    gate.release.set()
+    await busy
+    executor.shutdown()
+    assert ran == []
+
+
+class Halt(BaseException):
+    """Not an ``Exception``: it ends the batch it is raised in."""
+
+
+async def test_a_base_exception_ends_its_batch_and_reaches_every_caller_of_it() -> None:
+    """(the batch stops there; nothing after the raising piece runs; the next batch is sent as usual)"""
+    gate = Gate()
+    ran: list[str] = []
+
+    def halt() -> None:
+        raise Halt("stop")
+
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        offload = BatchedOffload(executor, width=1)
+        first = asyncio.ensure_future(offload.run(gate.pass_through))
+        await entered(gate)
+        batch = [
+            asyncio.ensure_future(offload.run(lambda: ran.append("before"))),
+            asyncio.ensure_future(offload.run(halt)),
+            asyncio.ensure_future(offload.run(lambda: ran.append("after"))),
+        ]
+        gate.release.set()
+        await first
+        for task in batch:
+            with pytest.raises(Halt, match="stop"):
+                await task
+        assert await offload.run(lambda: "next") == "next"
+    assert ran == ["before"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=30), st.integers(1, 3))
+def test_every_piece_runs_once_and_its_caller_gets_its_own_outcome(pieces: list[tuple[int, bool]], width: int) -> None:
+    """(any mix of pieces handed over in bursts, some failing: each runs exactly once, each caller gets
+    exactly what its piece returned or raised, and never more than ``width`` pieces run at once)"""
+
+    async def scenario() -> None:
+        ran: list[int] = []
+        lock = threading.Lock()
+        out = 0
+        most = 0
+
+        def piece(index: int, fails: bool) -> int:
+            nonlocal out, most
+            with lock:
+                out += 1
+                most = max(most, out)
+            try:
+                ran.append(index)
+                if fails:
+                    raise ValueError(index)
+                return index
+            finally:
+                with lock:
+                    out -= 1
+
+        with CountingExecutor(workers=4) as executor:
+            offload = BatchedOffload(executor, width=width)
+            tasks: list[asyncio.Future[int]] = []
+            for index, (pause, fails) in enumerate(pieces):
+                tasks.append(asyncio.ensure_future(offload.run(lambda i=index, f=fails: piece(i, f))))
+                for _ in range(pause):
+                    await asyncio.sleep(0)
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            assert executor.submitted <= len(pieces)
+        assert sorted(ran) == list(range(len(pieces)))
+        for index, ((_, fails), result) in enumerate(zip(pieces, results, strict=True)):
+            if fails:
+                assert isinstance(result, ValueError)
+                assert result.args == (index,)
+            else:
+                assert result == index
+        assert most <= width
+
+    asyncio.run(scenario())
