@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from dsh.core.persistence import (
     MISSING,
+    BatchedOffload,
     CoordinatedPersistence,
     PersistenceError,
     StoredPrefix,
@@ -24,7 +25,6 @@ from dsh.core.persistence import (
     data_text,
     make_private_dirs,
     paused_gc,
-    run_blocking,
 )
 from dsh.core.session import SessionEvent, SessionHeader
 from dsh.kernel import Context, expand_config_path
@@ -89,11 +89,12 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
     fails the plugin load. Every batch is one transaction (all rows or none).
 
     The connection belongs to one worker thread of this backend: every hook runs its
-    sqlite3 calls there, one at a time (a read scans its rows there too; a write
-    encodes its rows on the loop first), so the event loop never waits on a commit or
-    on another process holding the write lock (sqlite3's busy timeout is 5 s). A hook
-    whose caller is cancelled still finishes its transaction (see
-    :func:`~dsh.core.persistence.run_blocking`). Driver failures are raised as
+    sqlite3 calls there, one at a time, in the order the hooks were called (a read scans
+    its rows there too; a write encodes its rows on the loop first), so the event loop
+    never waits on a commit or on another process holding the write lock (sqlite3's busy
+    timeout is 5 s). Calls that arrive while the thread is busy go to it together, in one
+    :class:`~dsh.core.persistence.BatchedOffload` batch. A hook whose caller is cancelled
+    still finishes its transaction. Driver failures are raised as
     :class:`~dsh.core.persistence.PersistenceError` (code ``STORAGE_IO``, the
     ``sqlite3.Error`` as ``__cause__``).
 
@@ -127,6 +128,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         self.locks = WriterLocks(path + LOCKS_SUFFIX)
         self.db = open_database(path)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
+        self._offload = BatchedOffload(self._worker, width=1)
         self._closed = False
         try:
             super().__init__(ctx)
@@ -163,7 +165,7 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
                 f'{action} failed: the session database "{self.path}" is closed (its backend was disposed)',
                 "STORAGE_IO",
             )
-        return await run_blocking(self._worker, work)
+        return await self._offload.run(work)
 
     # ------------------------------------------------------------------ worker-thread work
     def _read(self, id: str) -> StoredPrefix | None:
@@ -286,6 +288,6 @@ class SessionPersistenceSqlite(CoordinatedPersistence):
         self._closed = True
         self.locks.close()
         try:
-            await run_blocking(self._worker, self.db.close)
+            await self._offload.run(self.db.close)  # after every piece handed over before it
         finally:
             self._worker.shutdown()
