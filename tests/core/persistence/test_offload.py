@@ -197,6 +197,26 @@ async def test_a_batch_its_executor_drops_before_it_starts_cancels_its_callers()
     assert ran == []
 
 
+async def test_an_executor_already_shut_down_refuses_the_batch_to_each_of_its_callers() -> None:
+    """(at once when nothing is out; when a batch comes back, the waiting ones get the refusal; nothing hangs)"""
+    gate = Gate()
+    executor = ThreadPoolExecutor(max_workers=1)
+    offload = BatchedOffload(executor, width=1)
+    busy = asyncio.ensure_future(offload.run(gate.pass_through))
+    await entered(gate)
+    waiting = [asyncio.ensure_future(offload.run(lambda: "never")) for _ in range(2)]
+    await ticks()
+    executor.shutdown(wait=False)
+    gate.release.set()
+    await busy
+    for task in waiting:
+        with pytest.raises(RuntimeError, match="after shutdown"):
+            await task
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        await offload.run(lambda: "never")
+    executor.shutdown()
+
+
 class Halt(BaseException):
     """Not an ``Exception``: it ends the batch it is raised in."""
 

@@ -48,16 +48,17 @@ class BatchedOffload:
     is one hop to ``executor`` (``None``: the event loop's default) and one back: its
     work runs there one piece after another, in the order it was handed over, and each
     caller gets its own piece's result or exception once the batch is back on the loop.
-    When the loop is busy, batches are slower to come back, so more work waits and the
-    hops per piece fall: a burst of a thousand session flushes costs tens of hops, not a
-    thousand. Under light load every piece starts at once, as with :func:`run_blocking`.
+    When the loop is busy, batches are slower to come back, so more work waits and each
+    hop carries more of it: a burst of flushes shares a few hops instead of taking one
+    each. Under light load every piece starts at once, as with :func:`run_blocking`.
 
     A piece of work that blocks holds up the rest of its batch (and fills one of the
     ``width`` places), so ``width`` is how many stalled pieces the rest can get past.
     Cancellation is :func:`run_blocking`'s: a piece handed over always runs to its end,
     and a cancelled caller waits for it, drops its outcome, then raises
     ``CancelledError``. A batch the executor drops without running (shut down with
-    ``cancel_futures``) cancels its callers.
+    ``cancel_futures``) cancels its callers; an executor already shut down refuses a
+    batch, and each of its callers gets that ``RuntimeError``.
     """
 
     def __init__(self, executor: Executor | None = None, *, width: int = 4) -> None:
@@ -81,10 +82,15 @@ class BatchedOffload:
             raise
 
     def _send(self) -> None:
-        """Hand every waiting piece to the executor as one batch."""
+        """Hand every waiting piece to the executor as one batch; each caller gets the executor's refusal."""
         batch, self._waiting = self._waiting, []
+        try:
+            done = asyncio.get_running_loop().run_in_executor(self._executor, _run_batch, [work for work, _ in batch])
+        except RuntimeError as refused:  # the executor was shut down: nothing of the batch runs
+            for _, future in batch:
+                future.set_exception(refused)
+            return
         self._in_flight += 1
-        done = asyncio.get_running_loop().run_in_executor(self._executor, _run_batch, [work for work, _ in batch])
         done.add_done_callback(lambda finished: self._returned(batch, finished))
 
     def _returned(self, batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]], done: asyncio.Future[Any]) -> None:
