@@ -1,8 +1,8 @@
-"""Blocking storage work runs off the event loop (run_blocking) and completes as a unit.
+"""The JSONL backend's blocking storage work runs off the event loop and completes as a unit.
 
-Covers :func:`dsh.core.persistence.run_blocking` and how the JSONL backend uses it: other
-sessions keep going while one session's fsync blocks, a cancelled hook still finishes (or
-rolls back) its batch, and directory entries are fsynced when created, not per file.
+Other sessions keep going while one session's fsync blocks, a cancelled hook still finishes
+(or rolls back) its batch, and directory entries are fsynced when created, not per file. The
+offload itself is covered in ``tests/core/persistence/test_offload.py``.
 """
 
 # Tests inspect small local files synchronously on purpose.
@@ -11,48 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import gc
 import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import dsh.plugins.persistence_jsonl.files as files
 import dsh.plugins.persistence_jsonl.plugin as plugin
-from dsh.core.persistence import make_private_dirs, run_blocking
+from dsh.core.persistence import make_private_dirs
 from dsh.plugins.persistence_jsonl import bucket_name, log_path
 from tests.core.persistence.helpers import CWD, Rig, meta, one_turn_log, one_user_turn, seqs, short_turn
+from tests.core.persistence.threads import Gate, wait_in_thread
+from tests.kernel.helpers import ticks
 from tests.plugins.persistence_jsonl.test_jsonl import expected_bytes
-
-WAIT = 30.0
-"""Upper bound for a thread to wait on an event the test sets (a hang fails instead of blocking)."""
-
-
-async def wait_in_thread(flag: threading.Event) -> None:
-    """Await a threading.Event without blocking the event loop."""
-    assert await asyncio.get_running_loop().run_in_executor(None, flag.wait, WAIT)
-
-
-async def ticks(count: int = 20) -> None:
-    for _ in range(count):
-        await asyncio.sleep(0)
-
-
-class Gate:
-    """A blocking point for worker threads: ``entered`` is set when a thread arrives, which
-    then waits for ``release``."""
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def pass_through(self) -> None:
-        self.entered.set()
-        assert self.release.wait(WAIT)
 
 
 def block_first_fsync(monkeypatch: pytest.MonkeyPatch, gate: Gate, fail: bool = False) -> list[int]:
@@ -70,112 +42,6 @@ def block_first_fsync(monkeypatch: pytest.MonkeyPatch, gate: Gate, fail: bool = 
 
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
-
-
-# ------------------------------------------------------------------ run_blocking
-async def test_run_blocking_returns_the_result_computed_on_another_thread() -> None:
-    """(the work runs in the executor; its value comes back)"""
-    caller = threading.get_ident()
-    assert await run_blocking(None, threading.get_ident) != caller
-    with ThreadPoolExecutor(max_workers=1) as executor:
-        assert await run_blocking(executor, lambda: 6 * 7) == 42
-
-
-async def test_run_blocking_raises_the_exception_of_the_work() -> None:
-    """(failures are raised as the work raised them)"""
-
-    def fail() -> None:
-        raise OSError(errno.EIO, "device gone")
-
-    with pytest.raises(OSError, match="device gone"):
-        await run_blocking(None, fail)
-
-
-async def test_a_cancelled_caller_waits_for_the_running_work_to_finish() -> None:
-    """(cancellation never abandons work already handed to a thread, even when repeated)"""
-    gate = Gate()
-    done: list[str] = []
-
-    def work() -> str:
-        gate.pass_through()
-        done.append("finished")
-        return "result"
-
-    task = asyncio.ensure_future(run_blocking(None, work))
-    await wait_in_thread(gate.entered)
-    task.cancel()
-    await ticks()
-    assert not task.done()
-    task.cancel()
-    await ticks()
-    assert not task.done()
-    gate.release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert done == ["finished"]
-
-
-async def test_work_still_queued_when_its_caller_is_cancelled_still_runs() -> None:
-    """(handed over means it will run: a single worker busy elsewhere runs it afterwards)"""
-    gate = Gate()
-    ran: list[str] = []
-    with ThreadPoolExecutor(max_workers=1) as executor:
-        busy = asyncio.ensure_future(run_blocking(executor, gate.pass_through))
-        await wait_in_thread(gate.entered)
-        queued = asyncio.ensure_future(run_blocking(executor, lambda: ran.append("queued")))
-        await ticks()
-        queued.cancel()
-        await ticks()
-        assert not queued.done()
-        gate.release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await queued
-        await busy
-    assert ran == ["queued"]
-
-
-async def test_the_outcome_of_work_whose_caller_was_cancelled_is_dropped_quietly() -> None:
-    """(a failure after cancellation is not raised and not reported as never retrieved)"""
-    gate = Gate()
-    reported: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(lambda _loop, context: reported.append(context))
-
-    def fail() -> None:
-        gate.pass_through()
-        raise OSError(errno.ENOSPC, "disk full")
-
-    try:
-        task = asyncio.ensure_future(run_blocking(None, fail))
-        await wait_in_thread(gate.entered)
-        task.cancel()
-        await ticks()
-        gate.release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        del task
-        gc.collect()
-    finally:
-        loop.set_exception_handler(None)
-    assert reported == []
-
-
-async def test_work_its_executor_cancels_before_it_starts_raises_cancelled_error() -> None:
-    """(an executor shut down with cancel_futures drops queued work: nothing ran, the caller is cancelled)"""
-    gate = Gate()
-    ran: list[str] = []
-    executor = ThreadPoolExecutor(max_workers=1)
-    busy = asyncio.ensure_future(run_blocking(executor, gate.pass_through))
-    await wait_in_thread(gate.entered)
-    queued = asyncio.ensure_future(run_blocking(executor, lambda: ran.append("queued")))
-    await ticks()
-    executor.shutdown(wait=False, cancel_futures=True)
-    with pytest.raises(asyncio.CancelledError):
-        await queued
-    gate.release.set()
-    await busy
-    executor.shutdown()
-    assert ran == []
 
 
 # ------------------------------------------------------------------ the JSONL backend
@@ -216,7 +82,7 @@ async def test_a_cancelled_append_hook_finishes_its_batch_or_rolls_it_back(
     hook = asyncio.ensure_future(rig.backend.append_batch(meta("s1", CWD), short_turn(2, 6), True))
     await wait_in_thread(gate.entered)
     hook.cancel()
-    await ticks()
+    await ticks(20)
     assert not hook.done()
     gate.release.set()
     with pytest.raises(asyncio.CancelledError):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, TypeAlias, TypeVar
 
 T = TypeVar("T")
 
@@ -40,6 +41,10 @@ async def run_blocking(executor: Executor | None, work: Callable[[], T]) -> T:
         raise
 
 
+_Piece: TypeAlias = "tuple[Callable[[], Any], asyncio.Future[Any]]"
+"""A piece of work handed over, and the future its caller awaits."""
+
+
 class BatchedOffload:
     """Blocking work handed to worker threads in batches, at most ``width`` batches at a time.
 
@@ -67,7 +72,7 @@ class BatchedOffload:
         self._executor = executor
         self._width = width
         self._in_flight = 0
-        self._waiting: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._waiting: list[_Piece] = []
 
     async def run(self, work: Callable[[], T]) -> T:
         """Run ``work()`` in a batch (see the class docstring) and return its result."""
@@ -85,15 +90,15 @@ class BatchedOffload:
         """Hand every waiting piece to the executor as one batch; each caller gets the executor's refusal."""
         batch, self._waiting = self._waiting, []
         try:
-            done = asyncio.get_running_loop().run_in_executor(self._executor, _run_batch, [work for work, _ in batch])
+            done = asyncio.get_running_loop().run_in_executor(self._executor, _run_batch, batch)
         except RuntimeError as refused:  # the executor was shut down: nothing of the batch runs
             for _, future in batch:
                 future.set_exception(refused)
             return
         self._in_flight += 1
-        done.add_done_callback(lambda finished: self._returned(batch, finished))
+        done.add_done_callback(partial(self._returned, batch))
 
-    def _returned(self, batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]], done: asyncio.Future[Any]) -> None:
+    def _returned(self, batch: list[_Piece], done: asyncio.Future[Any]) -> None:
         self._in_flight -= 1
         if done.cancelled():
             for _, future in batch:
@@ -111,10 +116,11 @@ class BatchedOffload:
             self._send()
 
 
-def _run_batch(batch: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
-    """Run each piece in turn (in a worker thread): ``(failed, exception or result)`` of each."""
+def _run_batch(batch: list[_Piece]) -> list[tuple[bool, Any]]:
+    """Run each piece's work in turn (in a worker thread, which never touches the futures):
+    ``(failed, exception or result)`` of each."""
     outcomes: list[tuple[bool, Any]] = []
-    for work in batch:
+    for work, _ in batch:
         try:
             outcomes.append((False, work()))
         except Exception as error:

@@ -89,17 +89,16 @@ class SessionPersistenceJsonl(CoordinatedPersistence):
     their own: one stays for every session ever written, and finding a session lists
     the root.
 
-    Every hook runs its blocking file I/O in the event loop's default executor, through a
-    :class:`~dsh.core.persistence.BatchedOffload` (at most four batches out at once), so
-    other sessions keep running while one session's fsync stalls, and when many sessions
-    write at once (a thousand turns ending together) their file work goes to the threads
-    in a few batches rather than one hop each (except a checkpoint's write to an existing
-    log: one unsynced ``write``, done on the loop, where it cannot be cancelled halfway); a
-    read scans the log there too, while a write encodes its lines on the loop first (small
-    work that would only contend for the GIL in a thread). The coordinator runs one hook at
-    a time per session id; a hook whose caller is cancelled still finishes its file work
-    (see :class:`~dsh.core.persistence.BatchedOffload`), so a batch of events is never left
-    half written.
+    Every hook runs its blocking file I/O in the event loop's default executor (except a
+    checkpoint's write to an existing log: one unsynced ``write``, done on the loop, where
+    it cannot be cancelled halfway); a read scans the log there too, while a write encodes
+    its lines on the loop first (small work that would only contend for the GIL in a
+    thread). The work goes through a :class:`~dsh.core.persistence.BatchedOffload` with at
+    most four batches out at once: other sessions keep running while one session's fsync
+    stalls, and when many sessions write at once (a thousand turns ending together) their
+    file work reaches the threads in a few batches rather than one hop each. The
+    coordinator runs one hook at a time per session id; a hook whose caller is cancelled
+    still finishes its file work, so a batch of events is never left half written.
     OS failures are raised as :class:`~dsh.core.persistence.PersistenceError` (code
     ``STORAGE_IO``, the ``OSError`` as ``__cause__``). A log that is a symbolic link is
     never read, appended to or truncated (``SYMLINKED_LOG``): every log is opened with
